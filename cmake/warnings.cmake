@@ -1,0 +1,9 @@
+# Warnings every joules target is built with; -Werror comes from JOULES_WERROR (on in `make test`).
+add_library(joules_warnings INTERFACE)
+target_compile_options(joules_warnings INTERFACE
+  -Wall -Wextra -Wpedantic -Wconversion -Wsign-conversion -Wshadow -Wold-style-cast
+  -Wnon-virtual-dtor -Woverloaded-virtual -Wnull-dereference -Wdouble-promotion -Wformat=2
+  -Wimplicit-fallthrough)
+if(JOULES_WERROR)
+  target_compile_options(joules_warnings INTERFACE -Werror)
+endif()

@@ -1,0 +1,187 @@
+#include "util/json_writer.hpp"
+
+#include <array>
+#include <charconv>
+#include <cmath>
+
+namespace joules {
+namespace {
+
+constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
+
+// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not valid.
+std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
+  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
+  const unsigned char c = byte(i);
+  std::size_t n = 0;
+  unsigned min_second = 0x80;
+  unsigned max_second = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    n = 2;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    n = 3;
+    if (c == 0xE0) min_second = 0xA0;  // overlong
+    if (c == 0xED) max_second = 0x9F;  // surrogates
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    n = 4;
+    if (c == 0xF0) min_second = 0x90;
+    if (c == 0xF4) max_second = 0x8F;
+  } else {
+    return 0;
+  }
+  if (i + n > s.size()) return 0;
+  if (byte(i + 1) < min_second || byte(i + 1) > max_second) return 0;
+  for (std::size_t k = 2; k < n; ++k) {
+    if ((byte(i + k) & 0xC0U) != 0x80U) return 0;
+  }
+  return n;
+}
+
+}  // namespace
+
+void append_json_escaped(std::string& out, std::string_view s) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      const std::size_t n = utf8_sequence_length(s, i);
+      if (n == 0) {
+        out += kReplacementChar;
+        ++i;
+      } else {
+        out.append(s.substr(i, n));
+        i += n;
+      }
+      continue;
+    }
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      case '\b': out += "\\b"; break;
+      case '\f': out += "\\f"; break;
+      default:
+        if (c < 0x20 || c == 0x7F) {
+          out += "\\u00";
+          out += kHex[c >> 4U];
+          out += kHex[c & 0xFU];
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+    ++i;
+  }
+}
+
+void append_json_number(std::string& out, double d) {
+  if (!std::isfinite(d)) {
+    out += "null";
+    return;
+  }
+  if (d == 0.0) d = 0.0;  // no "-0"
+  std::array<char, 32> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  out.append(buf.data(), end);
+}
+
+void json_writer::separate() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (depth_ > 0) {
+    const std::uint64_t bit = 1ULL << (depth_ - 1);
+    if (has_items_ & bit) out_ += ',';
+    has_items_ |= bit;
+  }
+}
+
+json_writer& json_writer::begin_object() {
+  separate();
+  out_ += '{';
+  ++depth_;
+  has_items_ &= ~(1ULL << (depth_ - 1));
+  return *this;
+}
+
+json_writer& json_writer::end_object() {
+  out_ += '}';
+  --depth_;
+  return *this;
+}
+
+json_writer& json_writer::begin_array() {
+  separate();
+  out_ += '[';
+  ++depth_;
+  has_items_ &= ~(1ULL << (depth_ - 1));
+  return *this;
+}
+
+json_writer& json_writer::end_array() {
+  out_ += ']';
+  --depth_;
+  return *this;
+}
+
+json_writer& json_writer::key(std::string_view k) {
+  separate();
+  out_ += '"';
+  append_json_escaped(out_, k);
+  out_ += "\":";
+  after_key_ = true;
+  return *this;
+}
+
+json_writer& json_writer::value(std::string_view s) {
+  separate();
+  out_ += '"';
+  append_json_escaped(out_, s);
+  out_ += '"';
+  return *this;
+}
+
+json_writer& json_writer::value(double d) {
+  separate();
+  append_json_number(out_, d);
+  return *this;
+}
+
+json_writer& json_writer::value(std::int64_t i) {
+  separate();
+  std::array<char, 24> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), i);
+  out_.append(buf.data(), end);
+  return *this;
+}
+
+json_writer& json_writer::value(std::uint64_t u) {
+  separate();
+  std::array<char, 24> buf{};
+  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), u);
+  out_.append(buf.data(), end);
+  return *this;
+}
+
+json_writer& json_writer::value(bool b) {
+  separate();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+
+json_writer& json_writer::null() {
+  separate();
+  out_ += "null";
+  return *this;
+}
+
+json_writer& json_writer::raw(std::string_view json) {
+  separate();
+  out_ += json;
+  return *this;
+}
+
+}  // namespace joules
