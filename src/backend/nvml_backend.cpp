@@ -1,0 +1,306 @@
+// The NVML backend: enumerates GPUs, probes each one's capabilities once, and reads energy and
+// power.  Reading prefers one nvmlDeviceGetFieldValues call that returns the energy counter and
+// the instantaneous power together (one NVML call per GPU per tick); it falls back to the
+// individual getters on drivers without the fields.
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cstring>
+
+#include "backend/backend.hpp"
+#include "backend/nvml_backend.hpp"
+#include "nvml/nvml_library.hpp"
+#include "util/error.hpp"
+
+namespace joules {
+namespace {
+
+using namespace nvml;  // NOLINT(google-build-using-namespace): the NVML vocabulary, in this file only
+
+std::string architecture_name(nvmlDeviceArchitecture_t a) {
+  switch (a) {
+    case kArchKepler: return "kepler";
+    case kArchMaxwell: return "maxwell";
+    case kArchPascal: return "pascal";
+    case kArchVolta: return "volta";
+    case kArchTuring: return "turing";
+    case kArchAmpere: return "ampere";
+    case kArchAda: return "ada";
+    case kArchHopper: return "hopper";
+    case kArchBlackwell: return "blackwell";
+    case kArchRubin: return "rubin";
+    default: return {};
+  }
+}
+
+// nvmlDeviceGetPowerUsage is a 1 s average "on Ampere (except GA100) or newer" (nvml.md §4.1).
+bool power_usage_is_averaged(nvmlDeviceArchitecture_t arch, const std::string& name) {
+  if (arch == kArchUnknown || arch < kArchAmpere) return false;
+  const bool ga100 = name.find("A100") != std::string::npos || name.find("A30") != std::string::npos;
+  return !(arch == kArchAmpere && ga100);
+}
+
+double field_as_double(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case kValueTypeDouble: return v.value.dVal;
+    case kValueTypeUnsignedInt: return static_cast<double>(v.value.uiVal);
+    case kValueTypeUnsignedLong: return static_cast<double>(v.value.ulVal);
+    case kValueTypeUnsignedLongLong: return static_cast<double>(v.value.ullVal);
+    case kValueTypeSignedLongLong: return static_cast<double>(v.value.sllVal);
+    case kValueTypeSignedInt: return static_cast<double>(v.value.siVal);
+    case kValueTypeUnsignedShort: return static_cast<double>(v.value.usVal);
+    default: return 0.0;
+  }
+}
+
+std::uint64_t field_as_u64(const nvmlFieldValue_t& v) {
+  switch (v.valueType) {
+    case kValueTypeUnsignedLongLong: return v.value.ullVal;
+    case kValueTypeUnsignedLong: return v.value.ulVal;
+    case kValueTypeUnsignedInt: return v.value.uiVal;
+    case kValueTypeSignedLongLong: return v.value.sllVal < 0 ? 0 : static_cast<std::uint64_t>(v.value.sllVal);
+    default: return static_cast<std::uint64_t>(std::max(0.0, field_as_double(v)));
+  }
+}
+
+std::optional<watts> milliwatts(nvmlDevice_t h, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int*)) {
+  unsigned int mw = 0;
+  if (fn == nullptr || fn(h, &mw) != kSuccess) return std::nullopt;
+  return watts{mw / 1000.0};
+}
+
+class nvml_backend final : public backend {
+ public:
+  explicit nvml_backend(std::unique_ptr<library> lib) : lib_(std::move(lib)) {
+    meta_.backend = "nvml";
+    meta_.library_path = lib_->path();
+    meta_.driver_version = lib_->driver_version();
+    meta_.library_version = lib_->nvml_version();
+    enumerate();
+  }
+
+  const backend_meta& meta() const override { return meta_; }
+  const std::vector<device_info>& devices() const override { return infos_; }
+
+  device_reading read(std::size_t i, read_what what) override {
+    device_state& d = states_[i];
+    device_reading r;
+    if (d.use_fields) {
+      // Energy and instantaneous power in one call.
+      std::array<nvmlFieldValue_t, 2> f{};
+      f[0].fieldId = d.energy_field;
+      f[1].fieldId = kFiDevPowerInstant;
+      const int n = (what == read_what::counter || !d.field_power) ? 1 : 2;
+      const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetFieldValues(d.handle, n, f.data());
+      if (rc != kSuccess) return failed(rc);
+      if (f[0].nvmlReturn == kSuccess) {
+        r.energy_mj = field_as_u64(f[0]);
+      } else if (!note(r, f[0].nvmlReturn, /*counter=*/true)) {
+        return failed(f[0].nvmlReturn);
+      }
+      if (n == 2) {
+        if (f[1].nvmlReturn == kSuccess) {
+          r.power = watts{field_as_double(f[1]) / 1000.0};
+        } else if (!note(r, f[1].nvmlReturn, /*counter=*/false)) {
+          return failed(f[1].nvmlReturn);
+        }
+      }
+      if (what == read_what::all && !d.field_power && d.power_usage) read_power_usage(d, r);
+      return r;
+    }
+    if (d.counter) {
+      unsigned long long mj = 0;
+      const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetTotalEnergyConsumption(d.handle, &mj);
+      if (rc == kSuccess) {
+        r.energy_mj = mj;
+      } else if (!note(r, rc, /*counter=*/true)) {
+        return failed(rc);
+      }
+    }
+    if (what == read_what::all) {
+      if (d.field_power) {
+        nvmlFieldValue_t f{};
+        f.fieldId = kFiDevPowerInstant;
+        const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetFieldValues(d.handle, 1, &f);
+        const nvmlReturn_t status = rc != kSuccess ? rc : f.nvmlReturn;
+        if (status == kSuccess) {
+          r.power = watts{field_as_double(f) / 1000.0};
+        } else if (!note(r, status, /*counter=*/false)) {
+          return failed(status);
+        }
+      } else if (d.power_usage) {
+        read_power_usage(d, r);
+        if (r.status != read_status::ok) return r;
+      }
+    }
+    return r;
+  }
+
+  std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override {
+    const auto& fn = lib_->fn();
+    if (fn.nvmlDeviceGetHandleByUUID == nullptr ||
+        fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle == nullptr || fn.nvmlDeviceGetUUID == nullptr) {
+      return std::nullopt;
+    }
+    nvmlDevice_t mig = nullptr;
+    nvmlDevice_t parent = nullptr;
+    const std::string uuid(mig_uuid);
+    if (fn.nvmlDeviceGetHandleByUUID(uuid.c_str(), &mig) != kSuccess) return std::nullopt;
+    if (fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &parent) != kSuccess) return std::nullopt;
+    char buf[kDeviceUuidBufferSize] = {};
+    if (fn.nvmlDeviceGetUUID(parent, buf, sizeof buf) != kSuccess) return std::nullopt;
+    return std::string(buf);
+  }
+
+ private:
+  struct device_state {
+    nvmlDevice_t handle = nullptr;
+    bool counter = false;      // nvmlDeviceGetTotalEnergyConsumption works
+    bool use_fields = false;   // read the counter (and power) through field values
+    unsigned int energy_field = kFiDevTotalEnergyConsumption;
+    bool field_power = false;  // NVML_FI_DEV_POWER_INSTANT works
+    bool power_usage = false;  // nvmlDeviceGetPowerUsage works
+  };
+
+  static device_reading failed(nvmlReturn_t rc) {
+    device_reading r;
+    r.status = rc == kErrorGpuIsLost ? read_status::lost : read_status::error;
+    r.error_code = rc;
+    return r;
+  }
+
+  // NOT_SUPPORTED mid-run turns one capability off; any other error fails the read.
+  static bool note(device_reading& r, nvmlReturn_t rc, bool counter) {
+    if (rc != kErrorNotSupported) return false;
+    (counter ? r.counter_unsupported : r.power_unsupported) = true;
+    return true;
+  }
+
+  void read_power_usage(const device_state& d, device_reading& r) {
+    unsigned int mw = 0;
+    const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetPowerUsage(d.handle, &mw);
+    if (rc == kSuccess) {
+      r.power = watts{mw / 1000.0};
+    } else if (!note(r, rc, /*counter=*/false)) {
+      r = failed(rc);
+    }
+  }
+
+  void enumerate() {
+    unsigned int count = 0;
+    const nvmlReturn_t rc = lib_->device_count(&count);
+    if (rc != kSuccess) {
+      throw fatal_error(fmt::format("nvmlDeviceGetCount failed: {}", lib_->error_string(rc)));
+    }
+    for (unsigned int i = 0; i < count; ++i) {
+      nvmlDevice_t h = nullptr;
+      const nvmlReturn_t hrc = lib_->device_handle(i, &h);
+      if (hrc == kErrorNoPermission) {
+        notices_.push_back(fmt::format(
+            "GPU {} skipped: no permission to open it (NVML_ERROR_NO_PERMISSION); it is not "
+            "measured",
+            i));
+        continue;
+      }
+      if (hrc != kSuccess) {
+        notices_.push_back(fmt::format("GPU {} skipped: {}", i, lib_->error_string(hrc)));
+        continue;
+      }
+      probe(i, h);
+    }
+  }
+
+  void probe(unsigned int index, nvmlDevice_t h) {
+    const auto& fn = lib_->fn();
+    device_info info;
+    device_state st;
+    st.handle = h;
+    info.index = index;
+    if (fn.nvmlDeviceGetIndex != nullptr) {
+      unsigned int idx = 0;
+      if (fn.nvmlDeviceGetIndex(h, &idx) == kSuccess) info.index = idx;
+    }
+    char buf[kDeviceUuidBufferSize] = {};
+    if (fn.nvmlDeviceGetName != nullptr && fn.nvmlDeviceGetName(h, buf, sizeof buf) == kSuccess) {
+      info.name = buf;
+    }
+    std::memset(buf, 0, sizeof buf);
+    if (fn.nvmlDeviceGetUUID != nullptr && fn.nvmlDeviceGetUUID(h, buf, sizeof buf) == kSuccess) {
+      info.uuid = buf;
+    }
+    auto pci_fn = fn.nvmlDeviceGetPciInfo_v3 != nullptr   ? fn.nvmlDeviceGetPciInfo_v3
+                  : fn.nvmlDeviceGetPciInfo_v2 != nullptr ? fn.nvmlDeviceGetPciInfo_v2
+                                                          : fn.nvmlDeviceGetPciInfo;
+    nvmlPciInfo_t pci{};
+    if (pci_fn != nullptr && pci_fn(h, &pci) == kSuccess) {
+      pci.busId[sizeof pci.busId - 1] = '\0';
+      info.pci_bus_id = pci.busId;
+    }
+    nvmlDeviceArchitecture_t arch = kArchUnknown;
+    if (fn.nvmlDeviceGetArchitecture != nullptr && fn.nvmlDeviceGetArchitecture(h, &arch) == kSuccess) {
+      info.architecture = architecture_name(arch);
+    } else {
+      arch = kArchUnknown;
+    }
+
+    // Energy counter: the getter, then the field (some drivers have one and not the other).
+    if (fn.nvmlDeviceGetTotalEnergyConsumption != nullptr) {
+      unsigned long long mj = 0;
+      st.counter = fn.nvmlDeviceGetTotalEnergyConsumption(h, &mj) == kSuccess;
+    }
+    if (fn.nvmlDeviceGetFieldValues != nullptr) {
+      std::array<nvmlFieldValue_t, 3> f{};
+      f[0].fieldId = kFiDevTotalEnergyConsumption;
+      f[1].fieldId = kFiDevEnergy;
+      f[2].fieldId = kFiDevPowerInstant;
+      if (fn.nvmlDeviceGetFieldValues(h, static_cast<int>(f.size()), f.data()) == kSuccess) {
+        st.field_power = f[2].nvmlReturn == kSuccess;
+        if (f[0].nvmlReturn == kSuccess || f[1].nvmlReturn == kSuccess) {
+          st.use_fields = true;
+          st.counter = true;
+          st.energy_field = f[0].nvmlReturn == kSuccess ? kFiDevTotalEnergyConsumption : kFiDevEnergy;
+        }
+      }
+    }
+    if (!st.field_power && fn.nvmlDeviceGetPowerUsage != nullptr) {
+      unsigned int mw = 0;
+      st.power_usage = fn.nvmlDeviceGetPowerUsage(h, &mw) == kSuccess;
+    }
+    info.has_energy_counter = st.counter;
+    if (st.field_power) {
+      info.power = power_source::field_instant;
+    } else if (st.power_usage) {
+      info.power = power_source::power_usage;
+      if (power_usage_is_averaged(arch, info.name)) info.power_window = seconds(1.0);
+    }
+
+    info.power_limit = milliwatts(h, fn.nvmlDeviceGetEnforcedPowerLimit);
+    if (!info.power_limit) info.power_limit = milliwatts(h, fn.nvmlDeviceGetPowerManagementLimit);
+    info.default_power_limit = milliwatts(h, fn.nvmlDeviceGetPowerManagementDefaultLimit);
+    if (fn.nvmlDeviceGetPowerManagementLimitConstraints != nullptr) {
+      unsigned int lo = 0;
+      unsigned int hi = 0;
+      if (fn.nvmlDeviceGetPowerManagementLimitConstraints(h, &lo, &hi) == kSuccess) {
+        info.min_power_limit = watts{lo / 1000.0};
+        info.max_power_limit = watts{hi / 1000.0};
+      }
+    }
+    infos_.push_back(std::move(info));
+    states_.push_back(st);
+  }
+
+  std::unique_ptr<library> lib_;
+  backend_meta meta_;
+  std::vector<device_info> infos_;
+  std::vector<device_state> states_;
+};
+
+}  // namespace
+
+std::unique_ptr<backend> open_nvml_backend(const std::string& library_path) {
+  return std::make_unique<nvml_backend>(library::open(library_path));
+}
+
+}  // namespace joules

@@ -1,0 +1,313 @@
+#include "cli/measure.hpp"
+
+#include <fmt/format.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+
+#include "backend/sim_backend.hpp"
+#include "scope/device_scope.hpp"
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace joules::cli {
+namespace {
+
+constexpr std::string_view kMeasurement = "Measurement";
+constexpr std::string_view kOutput = "Output";
+constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
+
+// Label names joules sets itself; a user label may not take them (they would be ambiguous in
+// Prometheus and in joined JSONL).
+constexpr std::array kReservedLabels = {"run_id", "hostname", "gpu",    "uuid",      "model",
+                                        "pci_bus_id", "method", "phase", "component", "job",
+                                        "instance"};
+
+std::optional<std::string> env(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+}
+
+bool valid_label_key(std::string_view k) {
+  if (k.empty() || k.size() > 64 || std::isdigit(static_cast<unsigned char>(k[0])) != 0) return false;
+  return std::all_of(k.begin(), k.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
+  });
+}
+
+bool valid_run_id(std::string_view id) {
+  if (id.empty() || id.size() > 128) return false;
+  return std::all_of(id.begin(), id.end(), [](char c) { return c > ' ' && c < 127; });
+}
+
+std::string random_run_id() {
+  std::array<unsigned char, 6> bytes{};
+  if (getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
+    // No entropy source: the pid and the clock still make a practically unique id.
+    const auto t = static_cast<unsigned long long>(steady::now().time_since_epoch().count());
+    return fmt::format("{:06x}{:06x}", static_cast<unsigned>(getpid()) & 0xffffffU, t & 0xffffffULL);
+  }
+  std::string id;
+  for (unsigned char b : bytes) id += fmt::format("{:02x}", b);
+  return id;
+}
+
+std::string host_name() {
+  if (auto h = env("JOULES_HOSTNAME"); h && !h->empty()) return *h;
+  std::array<char, 256> buf{};
+  if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";
+  return buf.data();
+}
+
+void note(const std::string& text) { std::fprintf(stderr, "joules: note: %s\n", text.c_str()); }
+
+}  // namespace
+
+const std::vector<option_spec>& measure_options() {
+  static const std::vector<option_spec> options = {
+      {"gpus", 0, "LIST",
+       "GPUs to measure: all, or a comma-separated list of indices (as nvidia-smi numbers them), "
+       "UUIDs (GPU-...), MIG UUIDs (their GPU is measured) or PCI bus ids.",
+       "the GPUs this job may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, else all", false,
+       kMeasurement},
+      {"interval", 0, "MS",
+       "Milliseconds between readings of every GPU, 1 to 60000. Energy comes from each GPU's energy "
+       "counter where it has one, so the interval mostly sets the resolution of peak power and of "
+       "GPUs measured by polling power.",
+       "100", false, kMeasurement},
+      {"backend", 0, "NAME",
+       "Where readings come from: auto (NVML; fails with a clear message when there is no GPU), "
+       "nvml, or sim (simulated GPUs, a documented model for trying joules without a GPU).",
+       "auto", false, kMeasurement},
+      {"nvml-library", 0, "PATH", "The NVML library to load.",
+       "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path", false, kMeasurement},
+      {"output", 'o', "FILE",
+       "Write JSONL records (docs/jsonl-schema.md) to FILE, or to stdout with -. FILE is checked "
+       "before the command starts and truncated unless --append.",
+       "", false, kOutput},
+      {"append", 0, "", "Append to the --output file instead of truncating it.", "", false, kOutput},
+      {"json", 0, "", "Write the JSONL records to stderr (instead of the summary line).", "", false, kOutput},
+      {"quiet", 'q', "", "Do not print the summary line.", "", false, kOutput},
+      {"label", 0, "KEY=VALUE",
+       "Attach a label to the run's records. KEY is letters, digits and _, not starting with a digit.", "",
+       true, kOutput},
+      {"run-id", 0, "ID",
+       "Identifier on every record of the run; give every node of a multi-node run the same one.",
+       "JOULES_RUN_ID, else SLURM_JOB_ID.SLURM_STEP_ID, else random", false, kOutput},
+      {"sim-model", 0, "NAME",
+       "Simulated GPU model: h100-sxm, h100-pcie, h200, gh200, b200, a100-sxm, a100-pcie, a10, l40s, l4, "
+       "rtx4090, v100, t4; any other name with --sim-tdp.",
+       "h100-sxm", false, kSim},
+      {"sim-gpus", 0, "N", "Number of simulated GPUs, 1 to 1024.", "8", false, kSim},
+      {"sim-profile", 0, "PROFILE",
+       "Utilisation over time: train (start-up, then compute and communication phases), idle, or a "
+       "constant utilisation between 0 and 1.",
+       "train", false, kSim},
+      {"sim-tdp", 0, "W", "Board power of the simulated GPU in watts.", "the model's", false, kSim},
+      {"help", 'h', "", "Print this help and exit.", "", false, "Other"},
+  };
+  return options;
+}
+
+std::string resolve_run_id(const std::optional<std::string>& option) {
+  if (option) return *option;
+  if (auto id = env("JOULES_RUN_ID"); id && !id->empty()) return *id;
+  if (auto job = env("SLURM_JOB_ID"); job && !job->empty()) {
+    if (auto step = env("SLURM_STEP_ID"); step && !step->empty()) return *job + "." + *step;
+    return *job;
+  }
+  return random_run_id();
+}
+
+measure_settings read_measure_settings(const parsed_args& args, std::string_view subcommand) {
+  measure_settings s;
+  s.command = args.positional();
+  if (s.command.empty()) {
+    throw usage_error(fmt::format(
+        "joules {} needs a command to run, e.g. joules {} -- python train.py", subcommand, subcommand));
+  }
+  if (auto v = args.get("interval")) {
+    const auto ms = parse_uint(*v, 1, 60000);
+    if (!ms) {
+      throw usage_error(fmt::format(
+          "--interval '{}': expected a whole number of milliseconds from 1 to 60000", *v));
+    }
+    s.interval = std::chrono::milliseconds(*ms);
+  }
+  s.gpus = args.get("gpus");
+  if (s.gpus && trim(*s.gpus).empty()) {
+    throw usage_error("--gpus '': expected all, or a comma-separated list of GPU indices or UUIDs");
+  }
+  s.backend.name = args.get("backend").value_or("auto");
+  if (s.backend.name != "auto" && s.backend.name != "nvml" && s.backend.name != "sim") {
+    throw usage_error(fmt::format("--backend '{}': expected auto, nvml or sim", s.backend.name));
+  }
+  if (auto lib = args.get("nvml-library")) s.backend.nvml_library = *lib;
+  for (const char* sim_option : {"sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
+    if (args.has(sim_option) && s.backend.name != "sim") {
+      throw usage_error(fmt::format("--{} applies only with --backend sim", sim_option));
+    }
+  }
+  if (auto m = args.get("sim-model")) s.backend.sim.model = *m;
+  if (auto n = args.get("sim-gpus")) {
+    const auto v = parse_uint(*n, 1, 1024);
+    if (!v) throw usage_error(fmt::format("--sim-gpus '{}': expected a number of GPUs from 1 to 1024", *n));
+    s.backend.sim.gpus = static_cast<unsigned>(*v);
+  }
+  if (auto p = args.get("sim-profile")) {
+    s.backend.sim.profile = *p;
+    [[maybe_unused]] const sim_profile check(*p);  // throws usage_error for a bad profile
+  }
+  if (auto w = args.get("sim-tdp")) {
+    const auto v = parse_double(*w);
+    if (!v || *v <= 0.0 || *v > 5000.0) {
+      throw usage_error(fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
+    }
+    s.backend.sim.tdp_w = *v;
+  }
+  s.output = args.get("output");
+  s.append = args.has("append");
+  s.json = args.has("json");
+  s.quiet = args.has("quiet");
+  if (s.append && !s.output) throw usage_error("--append needs --output FILE");
+  if (s.json && s.output) {
+    throw usage_error("--json and --output both set: choose one (--output - writes the records to stdout)");
+  }
+  for (const auto& label : args.all("label")) {
+    const auto eq = label.find('=');
+    const std::string key = label.substr(0, eq);
+    if (eq == std::string::npos || !valid_label_key(key)) {
+      throw usage_error(fmt::format(
+          "--label '{}': expected KEY=VALUE, KEY made of letters, digits and _ and not starting "
+          "with a digit",
+          label));
+    }
+    if (std::find(kReservedLabels.begin(), kReservedLabels.end(), key) != kReservedLabels.end()) {
+      throw usage_error(fmt::format("--label '{}': {} is set by joules itself{}", label, key,
+                                    key == "run_id" ? "; use --run-id" : ""));
+    }
+    if (std::any_of(s.labels.begin(), s.labels.end(), [&](const auto& kv) { return kv.first == key; })) {
+      throw usage_error(fmt::format("--label '{}': label {} is given twice", label, key));
+    }
+    s.labels.emplace_back(key, label.substr(eq + 1));
+  }
+  const auto id = args.get("run-id");
+  if (id && !valid_run_id(*id)) {
+    throw usage_error(fmt::format(
+        "--run-id '{}': expected 1 to 128 printable characters without spaces", *id));
+  }
+  s.run_id = resolve_run_id(id);
+  if (!valid_run_id(s.run_id)) {
+    throw usage_error(fmt::format(
+        "run id '{}' (from the environment): expected 1 to 128 printable characters without spaces",
+        s.run_id));
+  }
+  return s;
+}
+
+measurement::measurement(const measure_settings& settings, std::string subcommand)
+    : settings_(settings) {
+  child_process::resolve_command(settings.command.at(0));
+  backend_ = open_backend(settings.backend);
+  for (const auto& n : backend_->notices()) note(n);
+
+  scope_request request;
+  request.gpus = settings.gpus;
+  request.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
+  request.nvidia_visible_devices = env("NVIDIA_VISIBLE_DEVICES");
+  scope_result scope = select_devices(
+      backend_->devices(), request, [this](std::string_view mig) { return backend_->parent_of_mig(mig); });
+  for (const auto& n : scope.notes) note(n);
+
+  std::vector<std::size_t> measured;
+  for (std::size_t i : scope.devices) {
+    const device_info& d = backend_->devices()[i];
+    if (d.method() == energy_method::none) {
+      note(fmt::format("GPU {} ({}) has neither an energy counter nor a power reading; it is not "
+                       "measured (to estimate it, use --backend sim with its model)",
+                       d.index, d.name));
+      continue;
+    }
+    measured.push_back(i);
+  }
+  if (measured.empty()) {
+    throw fatal_error(
+        "none of the chosen GPUs can be measured (no energy counter, no power reading); to "
+        "estimate them, use --backend sim with their model");
+  }
+
+  ctx_.subcommand = std::move(subcommand);
+  ctx_.run_id = settings.run_id;
+  ctx_.hostname = host_name();
+  ctx_.labels = settings.labels;
+  ctx_.command = settings.command;
+  ctx_.backend = backend_->meta();
+  for (std::size_t i : measured) ctx_.devices.push_back(backend_->devices()[i]);
+  ctx_.scope = std::move(scope);
+  ctx_.notices = backend_->notices();
+  ctx_.interval_ms = static_cast<double>(settings.interval.count());
+
+  // Last, because it truncates: every other input error has been reported by now.
+  if (settings.output) {
+    sink_.emplace(jsonl_sink::open_file(
+        *settings.output, settings.append ? jsonl_sink::mode::append : jsonl_sink::mode::truncate));
+  } else if (settings.json) {
+    sink_.emplace(jsonl_sink::adopt_fd(STDERR_FILENO, "stderr"));
+  }
+  sampler_options options;
+  options.interval = settings.interval;
+  sampler_ = std::make_unique<joules::sampler>(*backend_, measured, options);
+}
+
+measurement::~measurement() = default;
+
+void measurement::start() { sampler_->start(); }
+
+void measurement::child_started(mono_time t) {
+  ctx_.start_mono = t;
+  ctx_.start_wall = std::chrono::system_clock::now();
+  sampler_->boundary(t);
+  if (sink_) sink_->write(session_start_record(ctx_));
+}
+
+int measurement::child_ended(const child_process& child) {
+  auto windows = sampler_->finish(child.exit_time());
+  run_outcome out;
+  out.end_mono = child.exit_time();
+  out.end_wall = std::chrono::system_clock::now();
+  out.exit_status = child.exit_status();
+  out.exit_code = child.exit_code();
+  out.exit_signal = child.term_signal();
+  out.forwarded_signal = child.forwarded_signal();
+  out.sampler_abandoned = sampler_->abandoned();
+  // The run is the window that the child's start opened: the first one.
+  auto run = std::find_if(windows.begin(), windows.end(), [](const window_result& w) { return w.index == 0; });
+  if (run != windows.end()) out.window = *run;
+  const double start = monotonic_seconds(ctx_.start_mono);
+  for (std::size_t k = 0; k < ctx_.devices.size(); ++k) {
+    const device_timeline& tl = sampler_->accounts().timeline(k);
+    device_outcome d;
+    d.counter_resets = tl.counter_resets();
+    d.reset_estimated_j = tl.reset_estimated_j();
+    d.read_errors = tl.read_errors();
+    d.last_error_code = tl.last_error_code();
+    if (tl.lost_at() && *tl.lost_at() < monotonic_seconds(out.end_mono)) d.lost_at_s = *tl.lost_at() - start;
+    if (tl.counter_lost_at()) d.counter_lost_at_s = std::max(0.0, *tl.counter_lost_at() - start);
+    out.devices.push_back(d);
+  }
+  if (sink_) {
+    out.records_lost = sink_->failed_writes();
+    sink_->write(session_end_record(ctx_, out));
+  }
+  if (!settings_.quiet && !settings_.json) {
+    std::fprintf(stderr, "%s\n", summary_line(ctx_, out).c_str());
+  }
+  must_exit_hard_ = out.sampler_abandoned;
+  return out.exit_status;
+}
+
+}  // namespace joules::cli

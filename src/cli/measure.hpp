@@ -1,0 +1,77 @@
+#pragma once
+// What `run` and `wrap` share: their options, and a measurement session that opens the backend,
+// chooses the devices, starts the sampler and writes the run's records.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "cli/options.hpp"
+#include "proc/child.hpp"
+#include "record/jsonl_sink.hpp"
+#include "record/session_records.hpp"
+#include "sampler/sampler.hpp"
+
+namespace joules::cli {
+
+// The options of `joules run`, which `wrap` has too.
+const std::vector<option_spec>& measure_options();
+
+struct measure_settings {
+  backend_options backend;
+  std::optional<std::string> gpus;
+  std::chrono::milliseconds interval{100};
+  std::optional<std::string> output;
+  bool append = false;
+  bool json = false;
+  bool quiet = false;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string run_id;
+  std::vector<std::string> command;
+};
+
+// Validates the shared options.  Throws usage_error naming the value and what is accepted.
+measure_settings read_measure_settings(const parsed_args& args, std::string_view subcommand);
+
+// The run id: --run-id, else JOULES_RUN_ID, else the Slurm job (and step) id, else random.
+std::string resolve_run_id(const std::optional<std::string>& option);
+
+class measurement {
+ public:
+  // Resolves the command, opens the backend, chooses devices and opens the outputs, in that
+  // order, so that every input error is reported before a file is truncated or a child started.
+  measurement(const measure_settings& settings, std::string subcommand);
+  ~measurement();
+  measurement(const measurement&) = delete;
+  measurement& operator=(const measurement&) = delete;
+
+  joules::sampler& sampler() { return *sampler_; }
+  const run_context& context() const { return ctx_; }
+  jsonl_sink* sink() { return sink_ ? &*sink_ : nullptr; }
+
+  // Starts sampling; call right before starting the child.
+  void start();
+  // The child started at `t`: opens the run's window and writes session_start.
+  void child_started(mono_time t);
+  // The child ended: closes the window, writes session_end and the summary.  Returns joules'
+  // exit status (the child's).
+  int child_ended(const child_process& child);
+
+  // Set when the sampler had to be abandoned in a hung backend call: the process must end
+  // without running destructors that would wait for it.
+  bool must_exit_hard() const { return must_exit_hard_; }
+
+ private:
+  measure_settings settings_;
+  std::unique_ptr<backend> backend_;
+  std::unique_ptr<joules::sampler> sampler_;
+  std::optional<jsonl_sink> sink_;
+  run_context ctx_;
+  bool must_exit_hard_ = false;
+};
+
+}  // namespace joules::cli

@@ -1,0 +1,144 @@
+#include "energy/accounting.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+namespace joules {
+namespace {
+
+microjoules to_microjoules(double j) { return static_cast<microjoules>(std::llround(j * 1e6)); }
+
+void raise(std::optional<double>& peak, double v) {
+  if (!peak || v > *peak) peak = v;
+}
+
+}  // namespace
+
+accounting::accounting(const std::vector<device_info>& devices) {
+  timelines_.reserve(devices.size());
+  for (const auto& d : devices) timelines_.emplace_back(d);
+}
+
+void accounting::push_boundary(double t) {
+  std::lock_guard lock(incoming_mu_);
+  incoming_.push_back(t);
+}
+
+void accounting::drain_incoming() {
+  std::deque<double> in;
+  {
+    std::lock_guard lock(incoming_mu_);
+    in.swap(incoming_);
+  }
+  for (double t : in) {
+    boundary b;
+    b.t = boundaries_.empty() ? t : std::max(t, boundaries_.back().t);
+    b.stats.device_peak_w.resize(timelines_.size());
+    boundaries_.push_back(std::move(b));
+  }
+}
+
+void accounting::add_tick(tick_sample tick) {
+  drain_incoming();
+  latest_tick_t_ = std::max(latest_tick_t_, tick.t);
+  // A tick is attributed to a window one tick late, so that a boundary stamped just before the
+  // tick but handed over just after it still splits the right way.
+  if (pending_tick_) attribute(*pending_tick_);
+  pending_tick_ = std::move(tick);
+}
+
+void accounting::attribute(const tick_sample& tick) {
+  last_attributed_t_ = tick.t;
+  if (boundaries_.empty() || tick.t < boundaries_.front().t) return;  // before the first window
+  // The window a tick belongs to starts at the last boundary at or before it.
+  auto it = std::upper_bound(boundaries_.begin(), boundaries_.end(), tick.t,
+                             [](double t, const boundary& b) { return t < b.t; });
+  window_stats& s = (it - 1)->stats;
+  ++s.ticks;
+  double sum = 0.0;
+  bool any = false;
+  for (std::size_t d = 0; d < tick.power_w.size() && d < s.device_peak_w.size(); ++d) {
+    if (!tick.power_w[d]) continue;
+    raise(s.device_peak_w[d], *tick.power_w[d]);
+    sum += *tick.power_w[d];
+    any = true;
+  }
+  if (any) raise(s.node_peak_w, sum);
+}
+
+void accounting::resolve(bool final) {
+  drain_incoming();
+  if (final && pending_tick_) {
+    attribute(*pending_tick_);
+    pending_tick_.reset();
+  }
+  for (auto& b : boundaries_) {
+    if (b.resolved) continue;
+    // A device that stays silent (errors, a counter that stopped moving) must not hold every
+    // later window hostage: past the deadline its energy is extrapolated or left unknown.
+    const bool force = final || latest_tick_t_ - b.t > kResolveDeadlineS;
+    std::vector<std::optional<microjoules>> values(timelines_.size());
+    bool known = true;
+    for (std::size_t d = 0; d < timelines_.size(); ++d) {
+      const device_timeline& tl = timelines_[d];
+      if (!tl.has_readings()) {
+        if (!force && !tl.lost()) {
+          known = false;
+          break;
+        }
+        continue;  // never read: unknown, not zero
+      }
+      const auto e = tl.energy_at(b.t, force);
+      if (!e) {
+        known = false;
+        break;
+      }
+      values[d] = to_microjoules(*e);
+    }
+    if (!known) break;  // boundaries resolve in order
+    b.energy_uj = std::move(values);
+    b.resolved = true;
+  }
+  finish_windows(final);
+  // Readings before the start of the oldest open window are no longer needed.
+  if (!boundaries_.empty()) {
+    for (auto& tl : timelines_) tl.trim_before(boundaries_.front().t);
+  }
+}
+
+void accounting::finish_windows(bool final) {
+  while (boundaries_.size() >= 2 && boundaries_[0].resolved && boundaries_[1].resolved) {
+    const boundary& a = boundaries_[0];
+    const boundary& b = boundaries_[1];
+    // Ticks up to the end of the window must have been attributed first.
+    if (!final && last_attributed_t_ < b.t) break;
+    window_result w;
+    w.index = next_index_++;
+    w.start_t = a.t;
+    w.end_t = b.t;
+    w.ticks = a.stats.ticks;
+    w.peak_power_w = a.stats.node_peak_w;
+    w.devices.resize(timelines_.size());
+    for (std::size_t d = 0; d < timelines_.size(); ++d) {
+      device_window& dw = w.devices[d];
+      const device_timeline& tl = timelines_[d];
+      if (a.energy_uj[d] && b.energy_uj[d]) {
+        dw.energy_uj = *b.energy_uj[d] - *a.energy_uj[d];
+        w.energy_uj += *dw.energy_uj;
+      }
+      dw.peak_power_w = a.stats.device_peak_w[d];
+      dw.method = tl.has_readings() ? tl.method_between(a.t, b.t) : energy_method::none;
+      dw.lost = tl.lost_at() && *tl.lost_at() < b.t;
+    }
+    finished_.push_back(std::move(w));
+    boundaries_.pop_front();
+  }
+}
+
+std::vector<window_result> accounting::take_finished() {
+  std::vector<window_result> out;
+  out.swap(finished_);
+  return out;
+}
+
+}  // namespace joules

@@ -1,0 +1,104 @@
+#pragma once
+// Accounting turns device timelines and boundary instants into windows of energy.
+//
+// A boundary is a timestamp: the window open at that instant ends and the next begins.  `run`
+// has two (child started, child ended); `wrap` adds one per step line.  The energy of every
+// device at a boundary is computed once, from the readings around it, and rounded to integer
+// microjoules; a window's energy is the difference of its two boundaries.  So the windows of a
+// run add up to its total exactly (DESIGN.md invariant 2), whatever the rounding.
+//
+// Thread-safety: push_boundary() may be called from any thread.  Everything else belongs to the
+// sampler thread (or to the main thread after the sampler has stopped).
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "energy/device_timeline.hpp"
+#include "util/units.hpp"
+
+namespace joules {
+
+// One sampler tick: the power each device reported, at the tick's instant.
+struct tick_sample {
+  double t = 0.0;
+  std::vector<std::optional<double>> power_w;  // per accounted device
+};
+
+struct device_window {
+  std::optional<microjoules> energy_uj;  // nullopt: this device yielded no reading at all
+  std::optional<double> peak_power_w;
+  energy_method method = energy_method::none;
+  bool lost = false;  // the device was lost before the window ended
+};
+
+struct window_result {
+  std::uint64_t index = 0;  // 0 for the window opened by the first boundary
+  double start_t = 0.0;
+  double end_t = 0.0;
+  microjoules energy_uj = 0;  // sum over the devices that have energy
+  std::optional<double> peak_power_w;  // the peak of per-tick sums over devices
+  std::size_t ticks = 0;
+  std::vector<device_window> devices;
+
+  double duration_s() const { return end_t - start_t; }
+};
+
+class accounting {
+ public:
+  explicit accounting(const std::vector<device_info>& devices);
+
+  // Any thread.  Boundary instants must not decrease.
+  void push_boundary(double t);
+
+  device_timeline& timeline(std::size_t device) { return timelines_[device]; }
+  const device_timeline& timeline(std::size_t device) const { return timelines_[device]; }
+  std::size_t device_count() const { return timelines_.size(); }
+
+  void add_tick(tick_sample tick);
+
+  // Computes boundary energies that the readings now determine, and finishes windows.  With
+  // `final`, every pending boundary is resolved, extrapolating where readings end early.
+  void resolve(bool final);
+
+  // Windows finished since the last call, oldest first.
+  std::vector<window_result> take_finished();
+
+  // Boundaries waiting for readings (for tests and bounded-memory checks).
+  std::size_t pending_boundaries() const { return boundaries_.size(); }
+
+ private:
+  struct window_stats {
+    std::size_t ticks = 0;
+    std::optional<double> node_peak_w;
+    std::vector<std::optional<double>> device_peak_w;
+  };
+  struct boundary {
+    double t = 0.0;
+    bool resolved = false;
+    std::vector<std::optional<microjoules>> energy_uj;  // per device, once resolved
+    window_stats stats;  // of the window that starts here
+  };
+
+  void drain_incoming();
+  void attribute(const tick_sample& tick);
+  void finish_windows(bool final);
+
+  std::mutex incoming_mu_;
+  std::deque<double> incoming_;  // guarded by incoming_mu_
+
+  std::vector<device_timeline> timelines_;
+  std::deque<boundary> boundaries_;
+  static constexpr double kResolveDeadlineS = 5.0;
+
+  std::optional<tick_sample> pending_tick_;  // attributed when the next tick arrives
+  double last_attributed_t_ = -1.0;
+  double latest_tick_t_ = -1.0;
+  std::uint64_t next_index_ = 0;
+  std::vector<window_result> finished_;
+};
+
+}  // namespace joules

@@ -1,0 +1,205 @@
+#include "energy/counter_track.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace joules {
+namespace {
+
+constexpr double kNoTime = -std::numeric_limits<double>::infinity();
+
+// Share of dense reads that must see a new value for the counter to count as continuous.
+constexpr double kContinuousShare = 0.8;
+// Fewer dense reads than this say nothing about how the counter advances (a run that ended
+// during the start burst); every one of them showing a new value still means "continuous".
+constexpr std::size_t kMinBurstReads = 3;
+
+// A pinned update more than this share of a period away from the model's prediction means the
+// model is wrong; it is then left alone rather than bent.
+constexpr double kPeriodTolerance = 0.3;
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+}  // namespace
+
+bool counter_track::add(double t, std::uint64_t raw_mj, std::optional<double> power_w) {
+  bool reset = false;
+  double energy = 0.0;
+  double lo = kNoTime;
+  if (!has_last_) {
+    offset_j_ = -static_cast<double>(raw_mj) / 1000.0;
+    energy = 0.0;
+    has_last_ = true;
+  } else if (raw_mj < last_raw_) {
+    // The counter went backwards: the driver was reloaded or the GPU reset, and the counter
+    // restarted from 0 at some instant since the last read.  The energy between the last read
+    // and that instant is unknown: estimate the whole gap from power when we have it.
+    const double since_reset = static_cast<double>(raw_mj) / 1000.0;
+    double gap = since_reset;
+    if (power_w && t > last_read_t_) gap = std::max(gap, *power_w * (t - last_read_t_));
+    energy = last_energy_j_ + gap;
+    offset_j_ = energy - since_reset;
+    reset_estimated_j_ += gap - since_reset;
+    ++resets_;
+    reset = true;
+    lo = last_read_t_;
+  } else {
+    energy = static_cast<double>(raw_mj) / 1000.0 + offset_j_;
+    lo = last_read_t_;
+  }
+
+  const bool changed = !pending_ && anchors_.empty() ? true : raw_mj != last_raw_ || reset;
+  if (in_burst_) {
+    ++burst_reads_;
+    if (changed && lo != kNoTime) {
+      ++burst_changed_reads_;
+      if (t - lo <= kNarrowBracketS) burst_changes_.push_back(0.5 * (lo + t));
+    }
+  }
+  if (changed) {
+    // The previous pending value can no longer change its bracket; place it first.
+    if (pending_ && !in_burst_) place_pending();
+    if (pending_) {
+      // Still waiting for the burst to end: keep the older value as an anchor-to-be.
+      queued_.push_back(*pending_);
+    }
+    pending_ = pending_value{lo, t, energy};
+    if (!in_burst_) place_pending();
+  }
+  last_raw_ = raw_mj;
+  last_read_t_ = t;
+  last_energy_j_ = energy;
+  return reset;
+}
+
+void counter_track::begin_burst() {
+  in_burst_ = true;
+  burst_reads_ = 0;
+  burst_changed_reads_ = 0;
+  burst_changes_.clear();
+}
+
+void counter_track::end_burst() {
+  in_burst_ = false;
+  if (model_ == model_kind::unknown && burst_reads_ >= kMinBurstReads &&
+      static_cast<double>(burst_changed_reads_) >= kContinuousShare * static_cast<double>(burst_reads_)) {
+    model_ = model_kind::continuous;
+  } else if (burst_changes_.size() >= 2 && model_ != model_kind::continuous) {
+    std::vector<double> diffs;
+    for (std::size_t i = 1; i < burst_changes_.size(); ++i) {
+      diffs.push_back(burst_changes_[i] - burst_changes_[i - 1]);
+    }
+    const double q = median(diffs);
+    const bool consistent = std::all_of(diffs.begin(), diffs.end(), [&](double d) {
+      return std::abs(d - q) <= kPeriodTolerance * q + 2 * kNarrowBracketS;
+    });
+    if (model_ == model_kind::unknown && consistent && q > 2 * kNarrowBracketS) {
+      model_ = model_kind::periodic;
+      period_ = q;
+      first_pinned_ = burst_changes_.front();
+      last_pinned_ = burst_changes_.back();
+    }
+  }
+  if (model_ == model_kind::periodic) {
+    for (double c : burst_changes_) learn_from_pinned(c);
+  }
+  // Place everything that waited for the model, oldest first.
+  std::deque<pending_value> queued;
+  queued.swap(queued_);
+  const auto newest = pending_;
+  for (const auto& pv : queued) {
+    pending_ = pv;
+    place_pending();
+  }
+  pending_ = newest;
+  if (pending_) place_pending();
+}
+
+void counter_track::learn_from_pinned(double t) {
+  if (model_ != model_kind::periodic || t <= first_pinned_) return;
+  const double k = std::round((t - first_pinned_) / period_);
+  if (k < 1.0) return;
+  const double residual = (t - first_pinned_) - k * period_;
+  if (std::abs(residual) > kPeriodTolerance * period_) return;
+  // The longer the baseline, the finer the period: errors of the two ends are divided by k.
+  period_ = (t - first_pinned_) / k;
+  last_pinned_ = std::max(last_pinned_, t);
+}
+
+std::optional<double> counter_track::predicted_update_at_or_before(double t) const {
+  if (model_ != model_kind::periodic || period_ <= 0.0) return std::nullopt;
+  // Predict from the newest pinned update: the period error grows with the distance from it.
+  const double ref = last_pinned_;
+  return ref + std::floor((t - ref) / period_) * period_;
+}
+
+void counter_track::place_pending() {
+  if (!pending_) return;
+  const pending_value pv = *pending_;
+  pending_.reset();
+  energy_anchor a;
+  a.energy_j = pv.energy_j;
+  if (model_ == model_kind::continuous) {
+    a.t = pv.hi;
+  } else if (pv.lo != kNoTime && pv.hi - pv.lo <= kNarrowBracketS) {
+    a.t = 0.5 * (pv.lo + pv.hi);
+    a.pinned = true;
+    if (!in_burst_) learn_from_pinned(a.t);
+  } else if (auto u = predicted_update_at_or_before(pv.hi); u && (pv.lo == kNoTime || *u > pv.lo)) {
+    a.t = *u;
+  } else {
+    a.t = pv.hi;
+  }
+  push_anchor(a);
+}
+
+void counter_track::push_anchor(energy_anchor a) {
+  if (!anchors_.empty()) {
+    const energy_anchor& last = anchors_.back();
+    if (a.energy_j < last.energy_j) a.energy_j = last.energy_j;
+    if (a.t <= last.t) a.t = last.t + 1e-9;
+  } else {
+    first_energy_j_ = a.energy_j;
+  }
+  anchors_.push_back(a);
+}
+
+std::optional<double> counter_track::energy_at(double t, std::optional<double> rate_w) const {
+  if (anchors_.empty()) return std::nullopt;
+  const auto& first = anchors_.front();
+  const auto& last = anchors_.back();
+  auto slope = [&](const energy_anchor& a, const energy_anchor& b) {
+    return b.t > a.t ? (b.energy_j - a.energy_j) / (b.t - a.t) : 0.0;
+  };
+  if (t <= first.t) {
+    if (t == first.t) return first.energy_j;
+    if (!rate_w) return std::nullopt;
+    const double r = anchors_.size() >= 2 ? slope(first, anchors_[1]) : *rate_w;
+    return first.energy_j - r * (first.t - t);
+  }
+  if (t >= last.t) {
+    if (t == last.t) return last.energy_j;
+    if (!rate_w) return std::nullopt;
+    const double r = anchors_.size() >= 2 ? slope(anchors_[anchors_.size() - 2], last) : *rate_w;
+    return last.energy_j + r * (t - last.t);
+  }
+  // Anchors are few (trimmed as boundaries resolve): a binary search keeps long waits cheap.
+  auto it = std::upper_bound(anchors_.begin(), anchors_.end(), t,
+                             [](double x, const energy_anchor& a) { return x < a.t; });
+  const energy_anchor& b = *it;
+  const energy_anchor& a = *(it - 1);
+  return a.energy_j + slope(a, b) * (t - a.t);
+}
+
+bool counter_track::covers(double t) const { return !anchors_.empty() && anchors_.back().t >= t; }
+
+void counter_track::trim_before(double t) {
+  while (anchors_.size() >= 3 && anchors_[1].t <= t) anchors_.pop_front();
+}
+
+}  // namespace joules

@@ -1,0 +1,101 @@
+#pragma once
+// Turns reads of a device's energy counter into "anchors": (instant, energy) pairs at which the
+// device's cumulative energy is known, so that the energy at any instant between two anchors can
+// be interpolated.  Pure logic: no clocks, no NVML; times are CLOCK_MONOTONIC seconds.
+//
+// Why this is needed: on recent GPUs the counter advances only every ~20-100 ms (nvml.md §4.1),
+// so a value read at t is the energy at the last update instant u <= t, not at t.  Using t would
+// misplace up to one update period of energy at every boundary.  The track learns the update
+// period and phase from dense reads (the sampler reads every ~2 ms for a moment at the start and
+// after the end) and places each value at the update instant that produced it:
+//   - a value first seen within a narrow bracket of reads (<= kNarrowBracketS) is placed at the
+//     middle of the bracket ("pinned");
+//   - otherwise, once the update period is known, at the last predicted update <= its first read;
+//   - otherwise, and for counters that advance continuously, at its first read.
+//
+// Not thread-safe: owned by the sampler thread.
+
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <vector>
+
+namespace joules {
+
+struct energy_anchor {
+  double t = 0.0;           // instant at which the device's cumulative energy was `energy_j`
+  double energy_j = 0.0;    // cumulative energy, resets compensated
+  bool pinned = false;      // placed within a narrow bracket
+};
+
+class counter_track {
+ public:
+  static constexpr double kNarrowBracketS = 0.006;
+
+  enum class model_kind { unknown, continuous, periodic };
+
+  // A read of the raw counter (mJ) at instant t.  `power_w`, when known, estimates the energy
+  // lost across a counter reset.  Returns true when the counter went backwards (a reset).
+  bool add(double t, std::uint64_t raw_mj, std::optional<double> power_w);
+
+  // Learns the update period from a burst of dense reads added since begin_burst().
+  void begin_burst();
+  void end_burst();
+
+  // Cumulative energy at t, interpolated between placed anchors.  Beyond the first or last
+  // anchor it extrapolates at the rate of the two nearest anchors (or `rate_w` when there is only
+  // one) if `rate_w` is given, and returns nullopt otherwise (wait for more reads).
+  std::optional<double> energy_at(double t, std::optional<double> rate_w) const;
+
+  // True once an anchor at or after t is placed.
+  bool covers(double t) const;
+
+  // Forgets anchors that are no longer needed to interpolate at or after t.
+  void trim_before(double t);
+
+  model_kind model() const { return model_; }
+  double period_s() const { return period_; }
+  bool has_reads() const { return has_last_; }
+  double last_read_t() const { return last_read_t_; }
+  double last_energy_j() const { return last_energy_j_; }
+  double first_energy_j() const { return first_energy_j_; }
+  int resets() const { return resets_; }
+  double reset_estimated_j() const { return reset_estimated_j_; }  // energy estimated across resets
+  std::size_t anchor_count() const { return anchors_.size(); }
+
+ private:
+  struct pending_value {
+    double lo;  // last read with the previous value (-inf when none)
+    double hi;  // first read with this value
+    double energy_j;
+  };
+
+  void place_pending();
+  std::optional<double> predicted_update_at_or_before(double t) const;
+  void push_anchor(energy_anchor a);
+  void learn_from_pinned(double t);
+
+  std::deque<energy_anchor> anchors_;
+  std::optional<pending_value> pending_;  // the newest value, not yet placed in time
+  std::deque<pending_value> queued_;      // older values waiting for a burst to end
+  std::vector<double> burst_changes_;     // pinned change instants seen during a burst
+  std::size_t burst_reads_ = 0;
+  std::size_t burst_changed_reads_ = 0;
+  bool in_burst_ = false;
+
+  model_kind model_ = model_kind::unknown;
+  double period_ = 0.0;
+  double first_pinned_ = 0.0;  // reference update instant for the periodic model
+  double last_pinned_ = 0.0;
+
+  bool has_last_ = false;
+  std::uint64_t last_raw_ = 0;
+  double last_read_t_ = 0.0;
+  double offset_j_ = 0.0;  // added to raw energy; grows at every reset
+  double last_energy_j_ = 0.0;
+  double first_energy_j_ = 0.0;
+  int resets_ = 0;
+  double reset_estimated_j_ = 0.0;
+};
+
+}  // namespace joules

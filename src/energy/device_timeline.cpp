@@ -1,0 +1,76 @@
+#include "energy/device_timeline.hpp"
+
+#include <algorithm>
+
+namespace joules {
+
+device_timeline::device_timeline(const device_info& info)
+    : initial_method_(info.method()),
+      use_counter_(info.has_energy_counter),
+      power_(info.power_window ? info.power_window->count() : 0.0) {}
+
+void device_timeline::add(double t, const device_reading& r) {
+  if (lost_at_) return;
+  if (r.status == read_status::lost) {
+    lost_at_ = t;
+    return;
+  }
+  if (r.status == read_status::error) {
+    ++read_errors_;
+    last_error_code_ = r.error_code;
+    return;
+  }
+  std::optional<double> p;
+  if (r.power) p = r.power->value;
+  if (p) power_.add(t, *p);
+  if (use_counter_ && !counter_stopped_at_) {
+    if (r.energy_mj) {
+      counter_.add(t, *r.energy_mj, p);
+    } else if (r.counter_unsupported) {
+      // The counter stopped answering: from its last reading on, integrate power instead.
+      counter_stopped_at_ = counter_.has_reads() ? counter_.last_read_t() : t;
+    }
+  }
+  has_good_read_ = true;
+  last_good_t_ = t;
+}
+
+std::optional<double> device_timeline::energy_at(double t, bool final) const {
+  if (!has_good_read_) return final ? std::optional<double>(0.0) : std::nullopt;
+  // After loss, nothing is known past the last good reading.
+  const bool frozen = lost_at_.has_value();
+  if (frozen) t = std::min(t, last_good_t_);
+  const bool extrapolate = final || frozen;
+  const auto rate = power_.last_power_w();
+
+  if (!use_counter_) return power_.energy_at(t, extrapolate);
+  if (!counter_stopped_at_ || t <= *counter_stopped_at_) {
+    std::optional<double> fallback;
+    if (extrapolate) fallback = rate.value_or(0.0);
+    return counter_.energy_at(t, fallback);
+  }
+  const double ts = *counter_stopped_at_;
+  const auto at_switch = counter_.energy_at(ts, rate.value_or(0.0));
+  const auto p_switch = power_.energy_at(ts, true);
+  const auto p_now = power_.energy_at(t, extrapolate);
+  if (!at_switch) return std::nullopt;
+  if (!p_switch || !p_now) return extrapolate ? at_switch : std::nullopt;
+  return *at_switch + (*p_now - *p_switch);
+}
+
+energy_method device_timeline::method_between(double t0, double t1) const {
+  (void)t0;
+  if (initial_method_ == energy_method::counter && counter_stopped_at_ && *counter_stopped_at_ < t1) {
+    return energy_method::polled;
+  }
+  return initial_method_;
+}
+
+void device_timeline::trim_before(double t) {
+  // Keep what a counter-to-power hand-over still needs.
+  if (counter_stopped_at_) t = std::min(t, *counter_stopped_at_);
+  counter_.trim_before(t);
+  power_.trim_before(t);
+}
+
+}  // namespace joules

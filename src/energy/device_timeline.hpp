@@ -1,0 +1,60 @@
+#pragma once
+// One device's cumulative energy as a function of time, from whatever it can be measured with:
+// its energy counter when it has one (counter_track), else its polled power (power_track).
+// A counter that stops working mid-run hands over to power at the last counter reading; a device
+// that is lost keeps the energy known up to its last good reading.  Pure logic.
+//
+// Not thread-safe: owned by the sampler thread.
+
+#include <optional>
+
+#include "backend/backend.hpp"
+#include "energy/counter_track.hpp"
+#include "energy/power_track.hpp"
+
+namespace joules {
+
+class device_timeline {
+ public:
+  explicit device_timeline(const device_info& info);
+
+  // A reading taken at instant t (the middle of the call that made it).
+  void add(double t, const device_reading& r);
+  void begin_burst() { counter_.begin_burst(); }
+  void end_burst() { counter_.end_burst(); }
+
+  // Cumulative energy (J) at t.  nullopt while t is not yet bracketed by readings, unless
+  // `final`, which extrapolates from the nearest readings.  After the device is lost, energy
+  // stays at what was known at its last good reading.
+  std::optional<double> energy_at(double t, bool final) const;
+
+  // Energy measured by each method up to t (for records that say how numbers were obtained).
+  energy_method method_between(double t0, double t1) const;
+
+  void trim_before(double t);
+
+  bool lost() const { return lost_at_.has_value(); }
+  std::optional<double> lost_at() const { return lost_at_; }
+  int read_errors() const { return read_errors_; }
+  int last_error_code() const { return last_error_code_; }
+  int counter_resets() const { return counter_.resets(); }
+  double reset_estimated_j() const { return counter_.reset_estimated_j(); }
+  std::optional<double> counter_lost_at() const { return counter_stopped_at_; }
+  bool has_readings() const { return has_good_read_; }
+  double last_good_t() const { return last_good_t_; }
+  const counter_track& counter() const { return counter_; }
+
+ private:
+  energy_method initial_method_;
+  bool use_counter_;
+  counter_track counter_;
+  power_track power_;
+  std::optional<double> counter_stopped_at_;  // instant of the last counter reading
+  std::optional<double> lost_at_;
+  bool has_good_read_ = false;
+  double last_good_t_ = 0.0;
+  int read_errors_ = 0;
+  int last_error_code_ = 0;
+};
+
+}  // namespace joules

@@ -1,0 +1,43 @@
+#include "energy/power_track.hpp"
+
+#include <algorithm>
+
+namespace joules {
+
+void power_track::add(double read_t, double power_w) {
+  const double t = read_t - shift_s_;
+  if (samples_.empty()) {
+    samples_.push_back({t, power_w, 0.0});
+    return;
+  }
+  const sample& last = samples_.back();
+  if (t <= last.t) return;  // readings of one instant: the first one stands
+  samples_.push_back({t, power_w, last.cum + 0.5 * (last.p + power_w) * (t - last.t)});
+}
+
+std::optional<double> power_track::energy_at(double t, bool extrapolate) const {
+  if (samples_.empty()) return std::nullopt;
+  const sample& first = samples_.front();
+  const sample& last = samples_.back();
+  if (t <= first.t) {
+    if (t < first.t && !extrapolate) return std::nullopt;
+    return first.cum - first.p * (first.t - t);
+  }
+  if (t >= last.t) {
+    if (t > last.t && !extrapolate) return std::nullopt;
+    return last.cum + last.p * (t - last.t);
+  }
+  auto it = std::upper_bound(samples_.begin(), samples_.end(), t,
+                             [](double x, const sample& s) { return x < s.t; });
+  const sample& b = *it;
+  const sample& a = *(it - 1);
+  const double d = t - a.t;
+  const double span = b.t - a.t;
+  return a.cum + a.p * d + (b.p - a.p) * d * d / (2.0 * span);
+}
+
+void power_track::trim_before(double t) {
+  while (samples_.size() >= 3 && samples_[1].t <= t) samples_.pop_front();
+}
+
+}  // namespace joules

@@ -1,0 +1,45 @@
+#pragma once
+// Cumulative energy from polled power readings: trapezoidal integration between samples, the
+// exact integral of the piecewise-linear power curve through them.  Energy at an instant between
+// two samples integrates that line up to the instant, so a window shorter than the poll period
+// still gets its share (matcha gives such windows 0 J).  Pure logic; CLOCK_MONOTONIC seconds.
+//
+// A reading that is an average over a window W (nvmlDeviceGetPowerUsage on Ampere and newer
+// averages over 1 s) describes the middle of that window, so it is placed W/2 before the read.
+//
+// Not thread-safe: owned by the sampler thread.
+
+#include <deque>
+#include <optional>
+
+namespace joules {
+
+class power_track {
+ public:
+  explicit power_track(double window_s = 0.0) : shift_s_(window_s / 2.0) {}
+
+  void add(double read_t, double power_w);
+
+  // Cumulative energy at t (J, 0 at the first sample).  Beyond the samples it holds the nearest
+  // power constant when `extrapolate`, and returns nullopt otherwise.
+  std::optional<double> energy_at(double t, bool extrapolate) const;
+  bool covers(double t) const { return !samples_.empty() && samples_.back().t >= t; }
+  void trim_before(double t);
+
+  bool empty() const { return samples_.empty(); }
+  std::optional<double> last_power_w() const {
+    return samples_.empty() ? std::nullopt : std::optional<double>(samples_.back().p);
+  }
+  std::size_t sample_count() const { return samples_.size(); }
+
+ private:
+  struct sample {
+    double t;
+    double p;
+    double cum;  // energy from the first sample to t
+  };
+  double shift_s_;
+  std::deque<sample> samples_;
+};
+
+}  // namespace joules

@@ -1,0 +1,62 @@
+#include "record/jsonl_sink.hpp"
+
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include "util/error.hpp"
+
+namespace joules {
+
+jsonl_sink jsonl_sink::open_file(const std::string& path, mode m) {
+  if (path == "-") return jsonl_sink(STDOUT_FILENO, false, "stdout");
+  if (path.empty()) throw usage_error("--output '': expected a file path, or - for stdout");
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (m == mode::append ? O_APPEND : O_TRUNC);
+  const int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) {
+    throw usage_error(fmt::format("--output '{}': cannot open it for writing: {}", path,
+                                  std::strerror(errno)));
+  }
+  return jsonl_sink(fd, true, path);
+}
+
+jsonl_sink jsonl_sink::adopt_fd(int fd, std::string name) { return jsonl_sink(fd, false, std::move(name)); }
+
+jsonl_sink::jsonl_sink(jsonl_sink&& o) noexcept
+    : fd_(o.fd_), owned_(o.owned_), name_(std::move(o.name_)), failed_(o.failed_) {
+  o.fd_ = -1;
+  o.owned_ = false;
+}
+
+jsonl_sink::~jsonl_sink() {
+  if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+void jsonl_sink::write(std::string_view record) {
+  std::lock_guard lock(mu_);
+  line_.assign(record);
+  line_ += '\n';
+  while (true) {
+    const ssize_t n = ::write(fd_, line_.data(), line_.size());
+    if (n == static_cast<ssize_t>(line_.size())) return;
+    if (n < 0 && errno == EINTR) continue;
+    // A short or failed write (disk full): the record is lost.  A partial line would break the
+    // file for every reader, so in a regular file it is cut off again.
+    if (n > 0) {
+      const off_t end = ::lseek(fd_, 0, SEEK_CUR);
+      if (end >= n && ::ftruncate(fd_, end - n) == 0) ::lseek(fd_, end - n, SEEK_SET);
+    }
+    ++failed_;
+    return;
+  }
+}
+
+int jsonl_sink::failed_writes() const {
+  std::lock_guard lock(mu_);
+  return failed_;
+}
+
+}  // namespace joules

@@ -1,0 +1,241 @@
+#include "record/session_records.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <csignal>
+#include <cstring>
+#include <map>
+
+#include "util/json_writer.hpp"
+#include "util/strings.hpp"
+
+namespace joules {
+namespace {
+
+void common_fields(json_writer& w, std::string_view type, const run_context& ctx) {
+  w.field("type", type);
+  w.field("schema_version", kSchemaVersion);
+  w.field("time", iso8601_utc(std::chrono::system_clock::now()));
+  w.field("run_id", ctx.run_id);
+  w.field("hostname", ctx.hostname);
+  w.key("labels").begin_object();
+  for (const auto& [k, v] : ctx.labels) w.field(k, v);
+  w.end_object();
+}
+
+std::string signal_name(int sig) {
+  const char* abbrev = sigabbrev_np(sig);
+  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+}
+
+std::string device_summary(const std::vector<device_info>& devices) {
+  std::vector<std::pair<std::string, int>> groups;
+  for (const auto& d : devices) {
+    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == d.name; });
+    if (it == groups.end()) {
+      groups.emplace_back(d.name, 1);
+    } else {
+      ++it->second;
+    }
+  }
+  std::string out;
+  for (const auto& [name, n] : groups) {
+    if (!out.empty()) out += " + ";
+    out += n > 1 ? fmt::format("{}x {}", n, name) : name;
+  }
+  return out;
+}
+
+std::string format_wh(double j) {
+  const double wh = j / kJoulesPerWattHour;
+  return std::abs(wh) >= 0.01 ? fmt::format("{:.2f} Wh", wh) : fmt::format("{:.3g} Wh", wh);
+}
+
+}  // namespace
+
+std::string_view to_string(run_status s) {
+  switch (s) {
+    case run_status::completed: return "completed";
+    case run_status::interrupted: return "interrupted";
+    case run_status::child_failed: return "child_failed";
+    case run_status::measurement_degraded: return "measurement_degraded";
+  }
+  return "completed";
+}
+
+std::vector<std::string> degradations(const run_context& ctx, const run_outcome& out) {
+  std::vector<std::string> why;
+  for (std::size_t i = 0; i < out.devices.size() && i < ctx.devices.size(); ++i) {
+    const auto& d = out.devices[i];
+    const unsigned idx = ctx.devices[i].index;
+    if (d.lost_at_s) {
+      why.push_back(fmt::format("GPU {} stopped reporting {:.3f} s after the start; its energy "
+                                "after that is not counted",
+                                idx, *d.lost_at_s));
+    }
+    if (d.counter_lost_at_s) {
+      why.push_back(fmt::format("GPU {}'s energy counter stopped {:.3f} s after the start; polled "
+                                "power was integrated from then on",
+                                idx, *d.counter_lost_at_s));
+    }
+    if (d.counter_resets > 0) {
+      why.push_back(fmt::format("GPU {}'s energy counter was reset {} time(s) (driver reload); "
+                                "{:.3f} J across the reset(s) is estimated",
+                                idx, d.counter_resets, d.reset_estimated_j));
+    }
+    if (d.read_errors > 0) {
+      why.push_back(fmt::format("GPU {}: {} reading(s) failed", idx, d.read_errors));
+    }
+    if (i < out.window.devices.size() && !out.window.devices[i].energy_uj) {
+      why.push_back(fmt::format("GPU {} gave no reading; its energy is unknown", idx));
+    }
+  }
+  if (out.sampler_abandoned) {
+    why.push_back("the last readings never came back (a hung driver call); totals end at the last "
+                  "reading that did");
+  }
+  if (out.records_lost > 0) why.push_back(fmt::format("{} record(s) could not be written", out.records_lost));
+  return why;
+}
+
+run_status status_of(const run_context& ctx, const run_outcome& out) {
+  const bool by_user_signal = out.forwarded_signal.has_value() ||
+                              (out.exit_signal && (*out.exit_signal == SIGINT || *out.exit_signal == SIGTERM ||
+                                                   *out.exit_signal == SIGHUP));
+  if (by_user_signal) return run_status::interrupted;
+  if (out.exit_status != 0) return run_status::child_failed;
+  if (!degradations(ctx, out).empty()) return run_status::measurement_degraded;
+  return run_status::completed;
+}
+
+std::string run_method(const window_result& w) {
+  std::string method;
+  for (const auto& d : w.devices) {
+    const std::string m(to_string(d.method));
+    if (method.empty()) {
+      method = m;
+    } else if (method != m) {
+      return "mixed";
+    }
+  }
+  return method.empty() ? "none" : method;
+}
+
+std::string session_start_record(const run_context& ctx) {
+  json_writer w;
+  w.begin_object();
+  common_fields(w, "session_start", ctx);
+  w.field("joules_version", JOULES_VERSION);
+  w.field("subcommand", ctx.subcommand);
+  w.key("command").begin_array();
+  for (const auto& a : ctx.command) w.value(a);
+  w.end_array();
+  w.field("pid", static_cast<std::int64_t>(getpid()));
+  w.field("start_time", iso8601_utc(ctx.start_wall));
+  w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
+  w.field("interval_ms", ctx.interval_ms);
+  w.field("backend", ctx.backend.backend);
+  w.field("driver_version", ctx.backend.driver_version.empty() ? std::optional<std::string>()
+                                                               : std::optional(ctx.backend.driver_version));
+  w.field("nvml_version", ctx.backend.library_version.empty() ? std::optional<std::string>()
+                                                              : std::optional(ctx.backend.library_version));
+  w.field("nvml_library", ctx.backend.library_path.empty() ? std::optional<std::string>()
+                                                           : std::optional(ctx.backend.library_path));
+  w.key("scope").begin_object().field("source", ctx.scope.source).field("value", ctx.scope.value).end_object();
+  w.key("devices").begin_array();
+  for (const auto& d : ctx.devices) {
+    w.begin_object();
+    w.field("index", d.index).field("uuid", d.uuid).field("pci_bus_id", d.pci_bus_id);
+    w.field("name", d.name);
+    w.field("architecture", d.architecture.empty() ? std::optional<std::string>() : std::optional(d.architecture));
+    w.field("method", to_string(d.method()));
+    w.field("energy_counter", d.has_energy_counter);
+    w.field("power_source", to_string(d.power));
+    w.field("power_window_s", d.power_window ? std::optional(d.power_window->count()) : std::nullopt);
+    w.field("power_limit_w", d.power_limit ? std::optional(d.power_limit->value) : std::nullopt);
+    w.field("default_power_limit_w",
+            d.default_power_limit ? std::optional(d.default_power_limit->value) : std::nullopt);
+    w.end_object();
+  }
+  w.end_array();
+  w.key("notices").begin_array();
+  for (const auto& n : ctx.notices) w.value(n);
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+std::string session_end_record(const run_context& ctx, const run_outcome& out) {
+  const window_result& win = out.window;
+  const double duration = seconds_between(ctx.start_mono, out.end_mono);
+  const double energy = to_joules(win.energy_uj).value;
+  const auto why = degradations(ctx, out);
+  json_writer w;
+  w.begin_object();
+  common_fields(w, "session_end", ctx);
+  w.field("status", to_string(status_of(ctx, out)));
+  w.field("degraded", !why.empty());
+  w.key("degradations").begin_array();
+  for (const auto& s : why) w.value(s);
+  w.end_array();
+  w.field("exit_status", out.exit_status);
+  w.field("exit_code", out.exit_code);
+  w.field("exit_signal", out.exit_signal);
+  w.field("forwarded_signal", out.forwarded_signal);
+  w.field("start_time", iso8601_utc(ctx.start_wall));
+  w.field("end_time", iso8601_utc(out.end_wall));
+  w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
+  w.field("end_monotonic_s", monotonic_seconds(out.end_mono));
+  w.field("duration_s", duration);
+  w.field("energy_j", energy);
+  w.field("energy_wh", energy / kJoulesPerWattHour);
+  w.field("avg_power_w", duration > 0 ? std::optional(energy / duration) : std::nullopt);
+  w.field("peak_power_w", win.peak_power_w);
+  w.field("samples", static_cast<std::uint64_t>(win.ticks));
+  w.field("method", run_method(win));
+  w.key("devices").begin_array();
+  for (std::size_t i = 0; i < ctx.devices.size() && i < win.devices.size(); ++i) {
+    const device_info& d = ctx.devices[i];
+    const device_window& dw = win.devices[i];
+    const device_outcome od = i < out.devices.size() ? out.devices[i] : device_outcome{};
+    std::optional<double> e;
+    if (dw.energy_uj) e = to_joules(*dw.energy_uj).value;
+    w.begin_object();
+    w.field("index", d.index).field("uuid", d.uuid).field("name", d.name);
+    w.field("method", to_string(dw.method));
+    w.field("energy_j", e);
+    w.field("avg_power_w", e && duration > 0 ? std::optional(*e / duration) : std::nullopt);
+    w.field("peak_power_w", dw.peak_power_w);
+    w.field("counter_resets", od.counter_resets);
+    w.field("reset_estimated_j", od.reset_estimated_j);
+    w.field("read_errors", od.read_errors);
+    w.field("lost_at_s", od.lost_at_s);
+    w.field("counter_lost_at_s", od.counter_lost_at_s);
+    w.end_object();
+  }
+  w.end_array();
+  w.end_object();
+  return w.take();
+}
+
+std::string summary_line(const run_context& ctx, const run_outcome& out) {
+  const double duration = seconds_between(ctx.start_mono, out.end_mono);
+  const double energy = to_joules(out.window.energy_uj).value;
+  std::string s = fmt::format("joules: {} ({}) in {:.2f} s", format_joules(energy), format_wh(energy), duration);
+  if (duration > 0) s += fmt::format(", avg {:.0f} W", energy / duration);
+  if (out.window.peak_power_w) s += fmt::format(", peak {:.0f} W", *out.window.peak_power_w);
+  s += fmt::format("; {}; {}, {} samples", device_summary(ctx.devices), run_method(out.window),
+                   out.window.ticks);
+  if (ctx.backend.backend == "sim") s += " (simulated: a model, not a measurement)";
+  if (out.exit_signal) {
+    s += fmt::format("; command killed by {}", signal_name(*out.exit_signal));
+  } else if (out.exit_status != 0) {
+    s += fmt::format("; command exited with {}", out.exit_status);
+  }
+  const auto why = degradations(ctx, out);
+  for (const auto& reason : why) s += fmt::format("; {}", reason);
+  return s;
+}
+
+}  // namespace joules

@@ -1,0 +1,74 @@
+#pragma once
+// The records of a measured run, schema v1 (docs/jsonl-schema.md): `session_start` when the
+// child starts and `session_end` when it has ended, plus the one-line human summary.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "energy/accounting.hpp"
+#include "scope/device_scope.hpp"
+#include "util/clock.hpp"
+
+namespace joules {
+
+inline constexpr int kSchemaVersion = 1;
+
+struct run_context {
+  std::string subcommand;  // "run", "wrap"
+  std::string run_id;
+  std::string hostname;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::vector<std::string> command;
+  backend_meta backend;
+  std::vector<device_info> devices;  // the measured ones, in record order
+  scope_result scope;
+  std::vector<std::string> notices;
+  double interval_ms = 100;
+  std::chrono::system_clock::time_point start_wall;
+  mono_time start_mono{};
+};
+
+// Per-device diagnostics gathered when the run ends.
+struct device_outcome {
+  int counter_resets = 0;
+  double reset_estimated_j = 0.0;
+  int read_errors = 0;
+  int last_error_code = 0;
+  std::optional<double> lost_at_s;          // seconds after the start
+  std::optional<double> counter_lost_at_s;  // the counter stopped; power took over
+};
+
+struct run_outcome {
+  window_result window;  // the whole run
+  std::chrono::system_clock::time_point end_wall;
+  mono_time end_mono{};
+  int exit_status = 0;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  std::optional<int> forwarded_signal;
+  std::vector<device_outcome> devices;
+  bool sampler_abandoned = false;
+  int records_lost = 0;
+};
+
+enum class run_status { completed, interrupted, child_failed, measurement_degraded };
+std::string_view to_string(run_status s);
+
+// The reasons a measurement is incomplete, in words; empty when it is whole.
+std::vector<std::string> degradations(const run_context& ctx, const run_outcome& out);
+run_status status_of(const run_context& ctx, const run_outcome& out);
+
+// The method of the run as a whole: the devices' common method, or "mixed".
+std::string run_method(const window_result& w);
+
+std::string session_start_record(const run_context& ctx);
+std::string session_end_record(const run_context& ctx, const run_outcome& out);
+
+// "joules: 778168 J (216.16 Wh) in 203.1 s, avg 3832 W, peak 4120 W; 8x NVIDIA H100 ...; ..."
+std::string summary_line(const run_context& ctx, const run_outcome& out);
+
+}  // namespace joules

@@ -1,0 +1,117 @@
+#pragma once
+// The sampler: the only code that reads a backend during a run (DESIGN.md).  One thread,
+// scheduled on steady_clock with `next += period` so it never drifts, reads every accounted
+// device each tick, feeds accounting, and publishes immutable snapshots for whoever wants live
+// numbers (the HTTP exporter, the monitor view).
+//
+// Around the two edges of a run it reads faster for a moment: right after start, every ~2 ms
+// until it has seen each energy counter advance a few times (this tells a counter that advances
+// continuously from one that advances every Q ms, and when), and right after the end, until each
+// counter that advances in steps has advanced once more.  Those dense reads are what let
+// accounting place the run's edges inside a counter update period (energy/counter_track.hpp).
+//
+// Thread-safety: start(), boundary(), finish() and snapshot() are called from other threads;
+// the backend and the accounting belong to the sampler thread until finish() returns.
+
+#include <atomic>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <thread>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "energy/accounting.hpp"
+#include "util/clock.hpp"
+
+namespace joules {
+
+struct sampler_options {
+  std::chrono::milliseconds interval{100};
+  // Dense reads at the edges: their spacing, and how long the start may take at most.
+  std::chrono::microseconds burst_spacing{2000};
+  std::chrono::milliseconds start_burst_max{350};
+  std::chrono::milliseconds end_burst_max{250};
+  // How long finish() waits for a sampler stuck in a hung backend call before giving up on it.
+  std::chrono::milliseconds finish_timeout{3000};
+};
+
+// Live view of the devices, replaced after every tick.
+struct sampler_snapshot {
+  mono_time taken{};
+  std::uint64_t ticks = 0;
+  struct device {
+    std::optional<double> power_w;
+    std::optional<double> energy_j;  // since the sampler's first reading
+    bool lost = false;
+  };
+  std::vector<device> devices;
+};
+
+class sampler {
+ public:
+  // `devices` are indices into backend.devices(); accounting sees them in this order.
+  sampler(backend& b, std::vector<std::size_t> devices, sampler_options options);
+  ~sampler();
+  sampler(const sampler&) = delete;
+  sampler& operator=(const sampler&) = delete;
+
+  // Starts the thread and returns after the first reading of every device, so that a boundary
+  // placed right after start() is bracketed by readings.
+  void start();
+
+  // A window boundary at t (any thread; non-blocking).
+  void boundary(mono_time t);
+
+  // Called on the sampler thread with each finished window, as soon as it is known.
+  void on_window(std::function<void(const window_result&)> fn) { on_window_ = std::move(fn); }
+
+  // Places a last boundary at `end`, reads once more (and densely until stepped counters
+  // advance), resolves everything and stops the thread.  Returns every window not yet handed to
+  // on_window.  If the thread is stuck in the backend past finish_timeout, it is abandoned and
+  // the windows are computed from what was read until then (abandoned() then says so).
+  std::vector<window_result> finish(mono_time end);
+  bool abandoned() const { return abandoned_; }
+
+  std::shared_ptr<const sampler_snapshot> snapshot() const;
+
+  // After finish(): per-device diagnostics for records.
+  const accounting& accounts() const { return accounting_; }
+  std::uint64_t ticks() const { return ticks_.load(); }
+  double interval_s() const { return std::chrono::duration<double>(options_.interval).count(); }
+
+ private:
+  void run(std::stop_token stop);
+  void read_tick();
+  bool is_finishing();
+  void burst(std::stop_token& stop, std::chrono::milliseconds max, bool stepped_only);
+  void publish(mono_time taken);
+  bool wait_until(std::stop_token& stop, mono_time when);
+
+  backend& backend_;
+  std::vector<std::size_t> devices_;
+  sampler_options options_;
+
+  std::mutex mu_;  // guards accounting_ and the flags below against finish() on a timeout
+  accounting accounting_;
+  std::vector<window_result> unclaimed_;
+  bool finishing_ = false;
+  bool abandoned_ = false;
+  bool started_ = false;
+  bool done_ = false;
+  std::condition_variable cv_;
+
+  std::atomic<std::uint64_t> ticks_{0};
+  std::function<void(const window_result&)> on_window_;
+
+  mutable std::mutex snapshot_mu_;
+  std::shared_ptr<const sampler_snapshot> snapshot_;
+  std::vector<std::optional<double>> last_power_w_;  // guarded by mu_
+
+  std::jthread thread_;
+};
+
+}  // namespace joules

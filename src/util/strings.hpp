@@ -1,0 +1,27 @@
+#pragma once
+// Small string helpers shared by the parsers.  Pure, allocation only where a vector is returned.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace joules {
+
+// Splits on `sep`; "a,,b" gives {"a", "", "b"} and "" gives {""}.
+std::vector<std::string> split(std::string_view s, char sep);
+
+// Without leading and trailing ASCII whitespace.
+std::string_view trim(std::string_view s);
+
+// A whole decimal integer in [lo, hi], or nullopt (no sign, no spaces, no trailing text).
+std::optional<std::uint64_t> parse_uint(std::string_view s, std::uint64_t lo, std::uint64_t hi);
+
+// A whole decimal number (C locale), or nullopt.
+std::optional<double> parse_double(std::string_view s);
+
+// Joules with a precision that fits their size, for people: 778168 J, 412.3 J, 0.0412 J.
+std::string format_joules(double j);
+
+}  // namespace joules
