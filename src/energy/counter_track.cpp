@@ -107,6 +107,7 @@ void counter_track::end_burst() {
   }
   if (model_ == model_kind::periodic) {
     for (double c : burst_changes_) learn_from_pinned(c);
+    replace_predicted();
   }
   // Place everything that waited for the model, oldest first.
   std::deque<pending_value> queued;
@@ -120,15 +121,16 @@ void counter_track::end_burst() {
   if (pending_) place_pending();
 }
 
-void counter_track::learn_from_pinned(double t) {
-  if (model_ != model_kind::periodic || t <= first_pinned_) return;
+bool counter_track::learn_from_pinned(double t) {
+  if (model_ != model_kind::periodic || t <= first_pinned_) return false;
   const double k = std::round((t - first_pinned_) / period_);
-  if (k < 1.0) return;
+  if (k < 1.0) return false;
   const double residual = (t - first_pinned_) - k * period_;
-  if (std::abs(residual) > kPeriodTolerance * period_) return;
+  if (std::abs(residual) > kPeriodTolerance * period_) return false;
   // The longer the baseline, the finer the period: errors of the two ends are divided by k.
   period_ = (t - first_pinned_) / k;
   last_pinned_ = std::max(last_pinned_, t);
+  return true;
 }
 
 std::optional<double> counter_track::predicted_update_at_or_before(double t) const {
@@ -138,24 +140,37 @@ std::optional<double> counter_track::predicted_update_at_or_before(double t) con
   return ref + std::floor((t - ref) / period_) * period_;
 }
 
+double counter_track::place(double lo, double hi, bool& pinned) const {
+  pinned = false;
+  if (model_ == model_kind::continuous) return hi;
+  if (lo != kNoTime && hi - lo <= kNarrowBracketS) {
+    pinned = true;
+    return 0.5 * (lo + hi);
+  }
+  if (auto u = predicted_update_at_or_before(hi); u && (lo == kNoTime || *u > lo)) return *u;
+  return hi;
+}
+
 void counter_track::place_pending() {
   if (!pending_) return;
   const pending_value pv = *pending_;
   pending_.reset();
   energy_anchor a;
   a.energy_j = pv.energy_j;
-  if (model_ == model_kind::continuous) {
-    a.t = pv.hi;
-  } else if (pv.lo != kNoTime && pv.hi - pv.lo <= kNarrowBracketS) {
-    a.t = 0.5 * (pv.lo + pv.hi);
-    a.pinned = true;
-    if (!in_burst_) learn_from_pinned(a.t);
-  } else if (auto u = predicted_update_at_or_before(pv.hi); u && (pv.lo == kNoTime || *u > pv.lo)) {
-    a.t = *u;
-  } else {
-    a.t = pv.hi;
-  }
+  a.lo = pv.lo;
+  a.hi = pv.hi;
+  a.t = place(pv.lo, pv.hi, a.pinned);
+  if (a.pinned && !in_burst_ && learn_from_pinned(a.t)) replace_predicted();
   push_anchor(a);
+}
+
+void counter_track::replace_predicted() {
+  double previous = kNoTime;
+  for (auto& a : anchors_) {
+    if (!a.pinned) a.t = place(a.lo, a.hi, a.pinned);
+    if (a.t <= previous) a.t = previous + 1e-9;
+    previous = a.t;
+  }
 }
 
 void counter_track::push_anchor(energy_anchor a) {
@@ -169,6 +184,14 @@ void counter_track::push_anchor(energy_anchor a) {
   anchors_.push_back(a);
 }
 
+std::optional<std::pair<energy_anchor, energy_anchor>> counter_track::bracket(double t) const {
+  if (anchors_.size() < 2 || t < anchors_.front().t || t > anchors_.back().t) return std::nullopt;
+  auto it = std::upper_bound(anchors_.begin(), anchors_.end(), t,
+                             [](double x, const energy_anchor& a) { return x < a.t; });
+  if (it == anchors_.end()) --it;  // t is the last anchor itself
+  return std::make_pair(*(it - 1), *it);
+}
+
 std::optional<double> counter_track::energy_at(double t, std::optional<double> rate_w) const {
   if (anchors_.empty()) return std::nullopt;
   const auto& first = anchors_.front();
@@ -176,24 +199,20 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
   auto slope = [&](const energy_anchor& a, const energy_anchor& b) {
     return b.t > a.t ? (b.energy_j - a.energy_j) / (b.t - a.t) : 0.0;
   };
-  if (t <= first.t) {
-    if (t == first.t) return first.energy_j;
+  if (t < first.t) {
+    // No earlier reading will ever arrive: extrapolating backwards cannot wait for better data.
+    if (anchors_.size() >= 2) return first.energy_j - slope(first, anchors_[1]) * (first.t - t);
     if (!rate_w) return std::nullopt;
-    const double r = anchors_.size() >= 2 ? slope(first, anchors_[1]) : *rate_w;
-    return first.energy_j - r * (first.t - t);
+    return first.energy_j - *rate_w * (first.t - t);
   }
-  if (t >= last.t) {
-    if (t == last.t) return last.energy_j;
+  if (t > last.t) {
     if (!rate_w) return std::nullopt;
     const double r = anchors_.size() >= 2 ? slope(anchors_[anchors_.size() - 2], last) : *rate_w;
     return last.energy_j + r * (t - last.t);
   }
-  // Anchors are few (trimmed as boundaries resolve): a binary search keeps long waits cheap.
-  auto it = std::upper_bound(anchors_.begin(), anchors_.end(), t,
-                             [](double x, const energy_anchor& a) { return x < a.t; });
-  const energy_anchor& b = *it;
-  const energy_anchor& a = *(it - 1);
-  return a.energy_j + slope(a, b) * (t - a.t);
+  if (t == last.t) return last.energy_j;
+  const auto b = bracket(t);
+  return b->first.energy_j + slope(b->first, b->second) * (t - b->first.t);
 }
 
 bool counter_track::covers(double t) const { return !anchors_.empty() && anchors_.back().t >= t; }

@@ -18,14 +18,17 @@
 #include <cstdint>
 #include <deque>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace joules {
 
 struct energy_anchor {
-  double t = 0.0;           // instant at which the device's cumulative energy was `energy_j`
-  double energy_j = 0.0;    // cumulative energy, resets compensated
-  bool pinned = false;      // placed within a narrow bracket
+  double t = 0.0;         // instant at which the device's cumulative energy was `energy_j`
+  double energy_j = 0.0;  // cumulative energy, resets compensated
+  bool pinned = false;    // placed within a narrow bracket
+  double lo = 0.0;        // the value was not there yet at lo (-inf: unknown)...
+  double hi = 0.0;        // ...and was there at hi (its first read)
 };
 
 class counter_track {
@@ -46,6 +49,9 @@ class counter_track {
   // anchor it extrapolates at the rate of the two nearest anchors (or `rate_w` when there is only
   // one) if `rate_w` is given, and returns nullopt otherwise (wait for more reads).
   std::optional<double> energy_at(double t, std::optional<double> rate_w) const;
+
+  // The two placed anchors around t (a.t <= t <= b.t), when t lies within the placed ones.
+  std::optional<std::pair<energy_anchor, energy_anchor>> bracket(double t) const;
 
   // True once an anchor at or after t is placed.
   bool covers(double t) const;
@@ -71,9 +77,13 @@ class counter_track {
   };
 
   void place_pending();
+  // Where a value seen first at `hi` (and not yet at `lo`) was produced, given the model.
+  double place(double lo, double hi, bool& pinned) const;
+  // Re-places anchors that were placed by prediction, after the model improved.
+  void replace_predicted();
   std::optional<double> predicted_update_at_or_before(double t) const;
   void push_anchor(energy_anchor a);
-  void learn_from_pinned(double t);
+  bool learn_from_pinned(double t);
 
   std::deque<energy_anchor> anchors_;
   std::optional<pending_value> pending_;  // the newest value, not yet placed in time

@@ -45,6 +45,7 @@ std::optional<double> device_timeline::energy_at(double t, bool final) const {
 
   if (!use_counter_) return power_.energy_at(t, extrapolate);
   if (!counter_stopped_at_ || t <= *counter_stopped_at_) {
+    if (auto shaped = shaped_by_power(t)) return shaped;
     std::optional<double> fallback;
     if (extrapolate) fallback = rate.value_or(0.0);
     return counter_.energy_at(t, fallback);
@@ -56,6 +57,23 @@ std::optional<double> device_timeline::energy_at(double t, bool final) const {
   if (!at_switch) return std::nullopt;
   if (!p_switch || !p_now) return extrapolate ? at_switch : std::nullopt;
   return *at_switch + (*p_now - *p_switch);
+}
+
+std::optional<double> device_timeline::shaped_by_power(double t) const {
+  // Between two counter anchors the counter gives the exact energy; power readings, when they
+  // cover the interval, tell how it was spread in time.  Linear interpolation assumes it was
+  // spread evenly, which misplaces energy at boundaries inside bursts of activity.
+  const auto b = counter_.bracket(t);
+  if (!b) return std::nullopt;
+  const auto& [a, z] = *b;
+  if (!power_.covers(z.t) || power_.empty()) return std::nullopt;
+  const auto pa = power_.energy_at(a.t, false);
+  const auto pt = power_.energy_at(t, false);
+  const auto pz = power_.energy_at(z.t, false);
+  if (!pa || !pt || !pz) return std::nullopt;
+  const double span = *pz - *pa;
+  if (!(span > 1e-9)) return std::nullopt;
+  return a.energy_j + (z.energy_j - a.energy_j) * (*pt - *pa) / span;
 }
 
 energy_method device_timeline::method_between(double t0, double t1) const {

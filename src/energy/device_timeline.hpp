@@ -45,6 +45,8 @@ class device_timeline {
   const counter_track& counter() const { return counter_; }
 
  private:
+  std::optional<double> shaped_by_power(double t) const;
+
   energy_method initial_method_;
   bool use_counter_;
   counter_track counter_;

@@ -20,7 +20,7 @@ std::optional<double> power_track::energy_at(double t, bool extrapolate) const {
   const sample& first = samples_.front();
   const sample& last = samples_.back();
   if (t <= first.t) {
-    if (t < first.t && !extrapolate) return std::nullopt;
+    // No earlier sample will ever arrive: holding the first power cannot wait for better data.
     return first.cum - first.p * (first.t - t);
   }
   if (t >= last.t) {

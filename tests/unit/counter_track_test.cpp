@@ -1,0 +1,126 @@
+#include "energy/counter_track.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <functional>
+
+namespace joules {
+namespace {
+
+// A device whose counter is the exact integral of a power function, advancing only at
+// phase + k * period (period 0: continuously), in whole millijoules.
+struct fake_counter {
+  std::function<double(double)> energy;  // exact E(t) in J
+  double period = 0.0;
+  double phase = 0.0;
+  std::uint64_t initial_mj = 123456789;
+
+  double update_before(double t) const {
+    if (period <= 0.0) return t;
+    return phase + std::floor((t - phase) / period) * period;
+  }
+  std::uint64_t read(double t) const {
+    return initial_mj + static_cast<std::uint64_t>(std::floor(energy(update_before(t)) * 1000.0));
+  }
+};
+
+// Feeds `c` the reads the sampler makes: a start burst every 2 ms, ticks every 100 ms, an end
+// burst after `end` until the value changes.
+void feed(counter_track& track, const fake_counter& c, double start, double end) {
+  double t = start;
+  track.begin_burst();
+  std::uint64_t first = c.read(t);
+  int changes = 0;
+  std::uint64_t last = first;
+  for (; t < start + 0.35 && changes < 4; t += 0.002) {
+    const std::uint64_t v = c.read(t);
+    if (v != last) ++changes;
+    last = v;
+    track.add(t, v, std::nullopt);
+  }
+  track.end_burst();
+  for (t = start + 0.4; t < end; t += 0.1) track.add(t, c.read(t), std::nullopt);
+  track.add(end + 0.0005, c.read(end + 0.0005), std::nullopt);
+  if (track.model() == counter_track::model_kind::periodic) {
+    track.begin_burst();
+    const std::uint64_t v0 = c.read(end + 0.0005);
+    for (t = end + 0.002; t < end + 0.25; t += 0.002) {
+      const std::uint64_t v = c.read(t);
+      track.add(t, v, std::nullopt);
+      if (v != v0) break;
+    }
+    track.end_burst();
+  }
+}
+
+TEST(CounterTrack, ContinuousCounterIsExactBetweenReads) {
+  fake_counter c{[](double t) { return 300.0 * t; }};
+  counter_track track;
+  feed(track, c, 10.0, 15.0);
+  EXPECT_EQ(track.model(), counter_track::model_kind::continuous);
+  for (double t : {10.0001, 10.5, 12.3456, 14.99}) {
+    const auto e = track.energy_at(t, std::nullopt);
+    ASSERT_TRUE(e);
+    EXPECT_NEAR(*e, 300.0 * (t - 10.0), 0.002) << t;
+  }
+}
+
+TEST(CounterTrack, SteppedCounterLearnsItsPeriodAndPlacesTheRunEdges) {
+  // As on an H100: the counter advances every 100 ms, here at phase 37 ms.
+  fake_counter c{[](double t) { return 500.0 * t; }, 0.1, 0.037};
+  counter_track track;
+  const double start = 20.0;
+  const double end = 30.0;
+  feed(track, c, start, end);
+  ASSERT_EQ(track.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(track.period_s(), 0.1, 1e-4);
+  const auto e0 = track.energy_at(start + 0.0005, 0.0);
+  const auto e1 = track.energy_at(end, 0.0);
+  ASSERT_TRUE(e0 && e1);
+  const double truth = 500.0 * (end - start - 0.0005);
+  // Within 0.05 %: the edges are placed within a couple of milliseconds, not a whole period.
+  EXPECT_NEAR(*e1 - *e0, truth, truth * 5e-4);
+}
+
+TEST(CounterTrack, AnUnplacedValueWaitsForItsBracketUntilExtrapolationIsAllowed) {
+  fake_counter c{[](double t) { return 100.0 * t; }};
+  counter_track track;
+  track.add(1.0, c.read(1.0), std::nullopt);
+  track.add(1.1, c.read(1.1), std::nullopt);
+  EXPECT_FALSE(track.energy_at(1.2, std::nullopt));
+  const auto e = track.energy_at(1.2, 0.0);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(*e, 20.0, 0.01);  // the rate of the two last anchors
+}
+
+TEST(CounterTrack, ResetIsCompensatedAndCounted) {
+  counter_track track;
+  track.add(1.0, 1'000'000, std::nullopt);
+  track.add(2.0, 1'300'000, std::nullopt);  // 300 J in 1 s
+  // Driver reloaded in between: the counter restarted and shows 50 J since then.
+  EXPECT_TRUE(track.add(3.0, 50'000, 300.0));
+  EXPECT_EQ(track.resets(), 1);
+  // The gap is estimated from power (300 W x 1 s), not just the 50 J seen since the reset.
+  EXPECT_NEAR(track.last_energy_j(), 600.0, 1e-9);
+  EXPECT_NEAR(track.reset_estimated_j(), 250.0, 1e-9);
+  track.add(4.0, 350'000, std::nullopt);
+  EXPECT_NEAR(track.last_energy_j(), 900.0, 1e-9);
+}
+
+TEST(CounterTrack, TrimmingKeepsWhatInterpolationNeeds) {
+  fake_counter c{[](double t) { return 250.0 * t; }};
+  counter_track track;
+  for (int i = 0; i < 1000; ++i) {
+    const double t = 100.0 + 0.1 * i;
+    track.add(t, c.read(t), std::nullopt);
+    track.trim_before(t - 0.25);
+  }
+  EXPECT_LE(track.anchor_count(), 5U);
+  const auto e = track.energy_at(199.85, std::nullopt);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(*e, 250.0 * 99.85, 0.01);
+}
+
+}  // namespace
+}  // namespace joules

@@ -1,0 +1,131 @@
+#include "scope/device_scope.hpp"
+
+#include <gtest/gtest.h>
+
+#include "util/error.hpp"
+
+namespace joules {
+namespace {
+
+std::vector<device_info> four_gpus() {
+  std::vector<device_info> d(4);
+  const char* uuids[] = {"GPU-1a2b3c4d-0000-4000-8000-000000000000", "GPU-1a2b3c4d-0000-4000-8000-000000000001",
+                         "GPU-77777777-0000-4000-8000-000000000002", "GPU-88888888-0000-4000-8000-000000000003"};
+  for (unsigned i = 0; i < 4; ++i) {
+    d[i].index = i;
+    d[i].uuid = uuids[i];
+    d[i].pci_bus_id = "00000000:" + std::to_string(18 + i) + ":00.0";
+  }
+  return d;
+}
+
+mig_parent_fn mig_to_gpu2() {
+  return [](std::string_view mig) -> std::optional<std::string> {
+    if (mig == "MIG-11111111-2222-3333-4444-555555555555") return "GPU-77777777-0000-4000-8000-000000000002";
+    return std::nullopt;
+  };
+}
+
+std::vector<std::size_t> pick(const scope_request& r) { return select_devices(four_gpus(), r, mig_to_gpu2()).devices; }
+
+TEST(DeviceScope, DefaultsToEveryDeviceWhenNothingRestricts) {
+  const auto s = select_devices(four_gpus(), {}, mig_to_gpu2());
+  EXPECT_EQ(s.devices, (std::vector<std::size_t>{0, 1, 2, 3}));
+  EXPECT_EQ(s.source, "all devices");
+}
+
+TEST(DeviceScope, GpusOptionAcceptsIndicesUuidsPrefixesPciAndMig) {
+  scope_request r;
+  r.gpus = "2,0";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2, 0}));
+  r.gpus = "GPU-88888888-0000-4000-8000-000000000003";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{3}));
+  r.gpus = "GPU-7777";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
+  r.gpus = "0000:19:00.0";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{1}));
+  r.gpus = "MIG-11111111-2222-3333-4444-555555555555";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
+  r.gpus = "all";
+  EXPECT_EQ(pick(r).size(), 4U);
+}
+
+TEST(DeviceScope, GpusOptionWinsOverTheEnvironment) {
+  scope_request r;
+  r.gpus = "3";
+  r.cuda_visible_devices = "0";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{3}));
+}
+
+void expect_usage_error(const scope_request& r, const std::string& fragment) {
+  try {
+    (void)pick(r);
+    ADD_FAILURE() << "no error for " << r.gpus.value_or("<env>");
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find(fragment), std::string::npos) << e.what();
+  }
+}
+
+TEST(DeviceScope, GpusOptionRejectsBadValuesWithTheValueAndWhatIsAccepted) {
+  scope_request r;
+  r.gpus = "0-3";
+  expect_usage_error(r, "ranges such as '0-3' are not accepted");
+  r.gpus = "7";
+  expect_usage_error(r, "no GPU has index 7; this machine's GPUs: 0-3");
+  r.gpus = "0,0";
+  expect_usage_error(r, "GPU 0 is named twice");
+  r.gpus = "1,GPU-1a2b3c4d-0000-4000-8000-000000000001";
+  expect_usage_error(r, "GPU 1 is named twice");
+  r.gpus = "0,";
+  expect_usage_error(r, "empty entry");
+  r.gpus = "GPU-1a2b3c4d";  // a prefix of two UUIDs
+  expect_usage_error(r, "names no GPU");
+  r.gpus = "banana";
+  expect_usage_error(r, "expected all, or a comma-separated list");
+}
+
+TEST(DeviceScope, CudaVisibleDevicesIndicesUuidsAndMig) {
+  scope_request r;
+  r.cuda_visible_devices = "1, 3";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{1, 3}));
+  r.cuda_visible_devices = "GPU-88888888";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{3}));
+  r.cuda_visible_devices = "MIG-GPU-77777777-0000-4000-8000-000000000002/1/0";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
+  // Two MIG instances of one GPU: that GPU, once.
+  r.cuda_visible_devices = "MIG-11111111-2222-3333-4444-555555555555,MIG-GPU-77777777-0000-4000-8000-000000000002/2/0";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
+}
+
+TEST(DeviceScope, CudaVisibleDevicesEndsAtTheFirstInvalidEntryLikeCuda) {
+  scope_request r;
+  r.cuda_visible_devices = "0,9,1";
+  const auto s = select_devices(four_gpus(), r, mig_to_gpu2());
+  EXPECT_EQ(s.devices, (std::vector<std::size_t>{0}));
+  ASSERT_EQ(s.notes.size(), 1U);
+  EXPECT_NE(s.notes[0].find("'9'"), std::string::npos);
+}
+
+TEST(DeviceScope, EmptyOrInvalidCudaVisibleDevicesMeansNoGpuAndIsAnError) {
+  scope_request r;
+  r.cuda_visible_devices = "";
+  expect_usage_error(r, "lets this job use no GPU");
+  r.cuda_visible_devices = "-1";
+  expect_usage_error(r, "lets this job use no GPU");
+}
+
+TEST(DeviceScope, NvidiaVisibleDevices) {
+  scope_request r;
+  r.nvidia_visible_devices = "all";
+  EXPECT_EQ(pick(r).size(), 4U);
+  // A container that exposes 4 host GPUs 4-7: NVML sees exactly those, renumbered 0-3.
+  r.nvidia_visible_devices = "4,5,6,7";
+  EXPECT_EQ(pick(r).size(), 4U);
+  r.nvidia_visible_devices = "GPU-77777777-0000-4000-8000-000000000002";
+  EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
+  r.nvidia_visible_devices = "void";
+  expect_usage_error(r, "lets this job use no GPU");
+}
+
+}  // namespace
+}  // namespace joules
