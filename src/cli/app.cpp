@@ -53,15 +53,16 @@ int dispatch(const std::vector<std::string>& args) {
     std::fputs(cli::bash_completion(cli::all_commands()).c_str(), stdout);
     return 0;
   }
-  for (const auto* c : cli::all_commands()) {
-    if (c->name != args[0]) continue;
+  for (const auto& entry : cli::all_command_entries()) {
+    const cli::command_spec& spec = entry.spec();
+    if (spec.name != args[0]) continue;
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    const cli::parsed_args parsed = cli::parse(*c, rest);
+    const cli::parsed_args parsed = cli::parse(spec, rest);
     if (parsed.has("help")) {
-      std::fputs(cli::help_text(*c).c_str(), stdout);
+      std::fputs(cli::help_text(spec).c_str(), stdout);
       return 0;
     }
-    if (c->name == "run") return cli::run_main(parsed);
+    return entry.main(parsed);
   }
   throw usage_error(fmt::format("unknown command '{}'; see joules --help", args[0]));
 }

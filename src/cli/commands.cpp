@@ -1,12 +1,24 @@
 #include "cli/commands.hpp"
 
 #include <array>
+#include <vector>
 
 namespace joules::cli {
 
+std::span<const command_entry> all_command_entries() {
+  static const std::array entries = {
+      command_entry{run_spec, run_main},
+  };
+  return entries;
+}
+
 std::span<const command_spec* const> all_commands() {
-  static const std::array<const command_spec*, 1> commands = {&run_spec()};
-  return commands;
+  static const std::vector<const command_spec*> specs = [] {
+    std::vector<const command_spec*> out;
+    for (const auto& e : all_command_entries()) out.push_back(&e.spec());
+    return out;
+  }();
+  return specs;
 }
 
 }  // namespace joules::cli

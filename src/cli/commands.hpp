@@ -1,5 +1,6 @@
 #pragma once
-// The subcommands.  Each has a table (command_spec) and a function; app.cpp dispatches.
+// The subcommands.  Each has a table (command_spec) and a function; registering one is one line
+// in commands.cpp.
 
 #include <span>
 #include <string>
@@ -8,10 +9,19 @@
 
 namespace joules::cli {
 
+using command_main = int (*)(const parsed_args& args);
+
+struct command_entry {
+  const command_spec& (*spec)();
+  command_main main;
+};
+
 const command_spec& run_spec();
 int run_main(const parsed_args& args);
 
-// Every subcommand's table, for `joules --help`, the man page and completions.
+// Every subcommand, in the order `joules --help` lists them.
+std::span<const command_entry> all_command_entries();
+// Their tables only, for the man page and completions.
 std::span<const command_spec* const> all_commands();
 
 }  // namespace joules::cli

@@ -1,0 +1,62 @@
+"""Shared helpers for the black-box tests: they run the built joules binary as a user would."""
+import json
+import os
+import pathlib
+import subprocess
+import sys
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("JOULES_TEST_BUILD_DIR", ROOT / "build" / "dev"))
+JOULES = os.environ.get("JOULES_BIN", str(BUILD / "src" / "joules"))
+TRAINER = str(BUILD / "examples" / "joules-toy-trainer")
+FAKE_NVML_DIR = pathlib.Path(os.environ.get("FAKE_NVML_DIR", BUILD / "tests" / "fake_nvml"))
+SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
+
+sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
+
+
+def joules(*args, env=None, input=None, timeout=60, **kw):
+    """Runs joules to completion and returns the CompletedProcess (text mode)."""
+    full_env = dict(os.environ)
+    full_env.pop("CUDA_VISIBLE_DEVICES", None)
+    full_env.pop("NVIDIA_VISIBLE_DEVICES", None)
+    full_env.pop("JOULES_RUN_ID", None)
+    full_env.pop("SLURM_JOB_ID", None)
+    full_env.pop("SLURM_STEP_ID", None)
+    if env:
+        full_env.update(env)
+    return subprocess.run([JOULES, *map(str, args)], env=full_env, input=input, capture_output=True,
+                          text=True, timeout=timeout, **kw)
+
+
+def read_jsonl(path):
+    """Every line of a JSONL file, parsed; fails the test if any line is not JSON."""
+    lines = pathlib.Path(path).read_text().splitlines()
+    return [json.loads(line) for line in lines]
+
+
+def records_of(text, kind):
+    out = []
+    for line in text.splitlines():
+        if line.startswith("{"):
+            r = json.loads(line)
+            if r.get("type") == kind:
+                out.append(r)
+    return out
+
+
+def wait_for(predicate, timeout=10.0, step=0.01):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(step)
+    return False
+
+
+@pytest.fixture
+def tmp(tmp_path):
+    return tmp_path
