@@ -274,8 +274,36 @@ void measurement::child_started(mono_time t) {
   if (sink_) sink_->write(session_start_record(ctx_));
 }
 
-int measurement::child_ended(const child_process& child) {
-  auto windows = sampler_->finish(child.exit_time());
+std::vector<window_result> measurement::child_ended(const child_process& child) {
+  return sampler_->finish(child.exit_time());
+}
+
+void measurement::add_window(const window_result& w) {
+  if (!run_) {
+    run_ = w;
+    return;
+  }
+  window_result& r = *run_;
+  r.start_t = std::min(r.start_t, w.start_t);
+  r.end_t = std::max(r.end_t, w.end_t);
+  r.energy_uj += w.energy_uj;
+  r.ticks += w.ticks;
+  if (w.peak_power_w && (!r.peak_power_w || *w.peak_power_w > *r.peak_power_w)) r.peak_power_w = w.peak_power_w;
+  for (std::size_t d = 0; d < r.devices.size() && d < w.devices.size(); ++d) {
+    device_window& a = r.devices[d];
+    const device_window& b = w.devices[d];
+    if (b.energy_uj) a.energy_uj = a.energy_uj.value_or(0) + *b.energy_uj;
+    if (b.peak_power_w && (!a.peak_power_w || *b.peak_power_w > *a.peak_power_w)) a.peak_power_w = b.peak_power_w;
+    // A device measured two ways over the run (its counter stopped) is reported as polled.
+    if (a.method != b.method && b.method != energy_method::none) {
+      a.method = a.method == energy_method::none ? b.method : energy_method::polled;
+    }
+    a.lost = a.lost || b.lost;
+  }
+}
+
+int measurement::finish(const child_process& child, const std::string& extra_json,
+                        const std::string& summary_extra) {
   run_outcome out;
   out.end_mono = child.exit_time();
   out.end_wall = std::chrono::system_clock::now();
@@ -284,9 +312,12 @@ int measurement::child_ended(const child_process& child) {
   out.exit_signal = child.term_signal();
   out.forwarded_signal = child.forwarded_signal();
   out.sampler_abandoned = sampler_->abandoned();
-  // The run is the window that the child's start opened: the first one.
-  auto run = std::find_if(windows.begin(), windows.end(), [](const window_result& w) { return w.index == 0; });
-  if (run != windows.end()) out.window = *run;
+  out.extra_json = extra_json;
+  if (run_) {
+    out.window = *run_;
+  } else {
+    out.window.devices.resize(ctx_.devices.size());
+  }
   const double start = monotonic_seconds(ctx_.start_mono);
   for (std::size_t k = 0; k < ctx_.devices.size(); ++k) {
     const device_timeline& tl = sampler_->accounts().timeline(k);
@@ -304,7 +335,7 @@ int measurement::child_ended(const child_process& child) {
     sink_->write(session_end_record(ctx_, out));
   }
   if (!settings_.quiet && !settings_.json) {
-    std::fprintf(stderr, "%s\n", summary_line(ctx_, out).c_str());
+    std::fprintf(stderr, "%s%s\n", summary_line(ctx_, out).c_str(), summary_extra.c_str());
   }
   must_exit_hard_ = out.sampler_abandoned;
   return out.exit_status;

@@ -57,9 +57,17 @@ class measurement {
   void start();
   // The child started at `t`: opens the run's window and writes session_start.
   void child_started(mono_time t);
-  // The child ended: closes the window, writes session_end and the summary.  Returns joules'
-  // exit status (the child's).
-  int child_ended(const child_process& child);
+  // The child ended: places the last boundary, takes the last readings and returns the windows
+  // not yet handed out (through the sampler's on_window callback, for wrap).
+  std::vector<window_result> child_ended(const child_process& child);
+
+  // Adds a finished window to the run's totals (main thread).  Every window must pass here.
+  void add_window(const window_result& w);
+
+  // Writes session_end (with `extra` as its "wrap" object, when given) and the summary line,
+  // with `summary_extra` appended to the line.  Returns joules' exit status (the child's).
+  int finish(const child_process& child, const std::string& extra_json = {},
+             const std::string& summary_extra = {});
 
   // Set when the sampler had to be abandoned in a hung backend call: the process must end
   // without running destructors that would wait for it.
@@ -71,6 +79,7 @@ class measurement {
   std::unique_ptr<joules::sampler> sampler_;
   std::optional<jsonl_sink> sink_;
   run_context ctx_;
+  std::optional<window_result> run_;  // the whole run, the sum of its windows
   bool must_exit_hard_ = false;
 };
 

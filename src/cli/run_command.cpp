@@ -42,7 +42,8 @@ int run_main(const parsed_args& args) {
   child.spawn(options);
   m.child_started(child.start_time());
   child.wait();
-  const int status = m.child_ended(child);
+  for (const auto& w : m.child_ended(child)) m.add_window(w);
+  const int status = m.finish(child);
   if (m.must_exit_hard()) {
     // The sampler is stuck in a driver call that never returned; leave without waiting for it.
     std::fflush(nullptr);

@@ -215,6 +215,7 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
     w.end_object();
   }
   w.end_array();
+  if (!out.extra_json.empty()) w.key("wrap").raw(out.extra_json);
   w.end_object();
   return w.take();
 }

@@ -53,6 +53,7 @@ struct run_outcome {
   std::vector<device_outcome> devices;
   bool sampler_abandoned = false;
   int records_lost = 0;
+  std::string extra_json;  // a JSON object written as "wrap" in session_end, when not empty
 };
 
 enum class run_status { completed, interrupted, child_failed, measurement_degraded };

@@ -46,12 +46,11 @@ void sampler::start() {
   cv_.wait(lock, [this] { return started_; });
 }
 
-void sampler::boundary(mono_time t) { accounting_.push_boundary(monotonic_seconds(t)); }
-
-bool sampler::wait_until(std::stop_token& stop, mono_time when) {
-  std::unique_lock lock(mu_);
-  cv_.wait_until(lock, when, [&] { return finishing_ || stop.stop_requested(); });
-  return finishing_ || stop.stop_requested();
+void sampler::boundary(mono_time t) {
+  accounting_.push_boundary(monotonic_seconds(t));
+  // Ask for readings right after the boundary; one wake-up covers any number of boundaries
+  // that arrive before the sampler gets to it.  Never blocks the caller.
+  if (!edge_requested_.exchange(true)) cv_.notify_one();
 }
 
 bool sampler::is_finishing() {
@@ -59,7 +58,17 @@ bool sampler::is_finishing() {
   return finishing_;
 }
 
-void sampler::read_tick() {
+sampler::wake sampler::wait_until(std::stop_token& stop, mono_time when, bool edges) {
+  std::unique_lock lock(mu_);
+  cv_.wait_until(lock, when, [&] {
+    return finishing_ || stop.stop_requested() || (edges && edge_requested_.load());
+  });
+  if (finishing_ || stop.stop_requested()) return wake::finish;
+  if (edges && edge_requested_.exchange(false)) return wake::edge;
+  return wake::timeout;
+}
+
+std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   tick_sample tick;
   tick.power_w.resize(devices_.size());
   std::vector<std::pair<double, device_reading>> readings(devices_.size());
@@ -74,13 +83,16 @@ void sampler::read_tick() {
   const mono_time end = steady::now();
   tick.t = monotonic_seconds(begin) + 0.5 * seconds_between(begin, end);
 
+  std::vector<std::pair<std::uint64_t, double>> counters(devices_.size());
   std::vector<window_result> done;
   {
     std::lock_guard lock(mu_);
-    if (abandoned_) return;
+    if (abandoned_) return counters;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
-      accounting_.timeline(k).add(readings[k].first, readings[k].second);
+      device_timeline& tl = accounting_.timeline(k);
+      tl.add(readings[k].first, readings[k].second);
       last_power_w_[k] = tick.power_w[k];
+      counters[k] = {tl.lost() ? 1U : 0U, tl.counter().last_energy_j()};
     }
     accounting_.add_tick(std::move(tick));
     accounting_.resolve(/*final=*/false);
@@ -93,66 +105,85 @@ void sampler::read_tick() {
   ticks_.fetch_add(1);
   publish(end);
   for (const auto& w : done) on_window_(w);
+  return counters;
 }
 
-void sampler::burst(std::stop_token& stop, std::chrono::milliseconds max, bool stepped_only) {
-  std::vector<std::size_t> which;
-  std::vector<double> start_value;
+void sampler::start_burst(std::stop_token& stop) {
+  std::vector<std::size_t> reads(devices_.size(), 0);
+  std::vector<std::size_t> changes(devices_.size(), 0);
+  std::vector<double> previous(devices_.size(), 0.0);
+  std::vector<bool> counts(devices_.size(), false);
   {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_.timeline(k);
-      if (!backend_.devices()[devices_[k]].has_energy_counter || tl.lost()) continue;
-      if (stepped_only && tl.counter().model() != counter_track::model_kind::periodic) continue;
-      which.push_back(k);
-      start_value.push_back(tl.counter().last_energy_j());
-      accounting_.timeline(k).begin_burst();
+      counts[k] = backend_.devices()[devices_[k]].has_energy_counter && !tl.lost();
+      previous[k] = tl.counter().last_energy_j();
     }
   }
-  std::vector<std::size_t> reads(which.size(), 0);
-  std::vector<std::size_t> changes(which.size(), 0);
-  std::vector<double> previous = start_value;
-  std::vector<bool> finished(which.size(), false);
-  const mono_time deadline = steady::now() + max;
+  const mono_time deadline = steady::now() + options_.start_burst_max;
   mono_time next = steady::now();
-  while (!which.empty()) {
-    bool all = true;
-    for (std::size_t j = 0; j < which.size(); ++j) {
-      if (finished[j]) continue;
-      const std::size_t k = which[j];
-      const mono_time a = steady::now();
-      const device_reading r = backend_.read(devices_[k], read_what::counter);
-      const mono_time b = steady::now();
-      std::lock_guard lock(mu_);
-      if (abandoned_) return;
-      device_timeline& tl = accounting_.timeline(k);
-      tl.add(monotonic_seconds(a) + 0.5 * seconds_between(a, b), r);
-      ++reads[j];
-      const double now_value = tl.counter().last_energy_j();
-      if (now_value != previous[j]) ++changes[j];
-      previous[j] = now_value;
-      if (tl.lost() || !r.energy_mj) {
-        finished[j] = true;
-      } else if (stepped_only) {
-        finished[j] = now_value != start_value[j];
-      } else {
-        finished[j] = counter_characterised(reads[j], changes[j]);
-      }
-      all = all && finished[j];
-    }
-    if (all) break;
+  while (std::find(counts.begin(), counts.end(), true) != counts.end()) {
     next += options_.burst_spacing;
-    if (next >= deadline) break;
-    // The start burst gives way to a finishing run; the end burst runs to its end.
-    if (!stepped_only) {
-      if (wait_until(stop, next)) break;
-    } else {
-      std::this_thread::sleep_until(next);
+    if (next >= deadline || wait_until(stop, next, /*edges=*/false) == wake::finish) break;
+    const auto now = read_round();
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      if (!counts[k]) continue;
+      if (now[k].first != 0) {
+        counts[k] = false;  // lost
+        continue;
+      }
+      ++reads[k];
+      if (now[k].second != previous[k]) ++changes[k];
+      previous[k] = now[k].second;
+      if (counter_characterised(reads[k], changes[k])) counts[k] = false;
     }
   }
+  // The dense reads cover the start boundary: no extra edge reads for it.
+  edge_requested_.store(false);
   std::lock_guard lock(mu_);
   if (abandoned_) return;
-  for (std::size_t k : which) accounting_.timeline(k).end_burst();
+  for (std::size_t k = 0; k < devices_.size(); ++k) accounting_.timeline(k).end_burst();
+}
+
+void sampler::edge_burst(std::stop_token& stop, bool finishing) {
+  // Devices whose counter advances in steps: read densely until each has advanced once, so
+  // the update after the boundary is pinned to within a few milliseconds.
+  std::vector<std::size_t> stepped;
+  std::vector<double> start_value;
+  double longest_period = 0.0;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const device_timeline& tl = accounting_.timeline(k);
+      if (tl.lost() || tl.counter().model() != counter_track::model_kind::periodic) continue;
+      stepped.push_back(k);
+      start_value.push_back(tl.counter().last_energy_j());
+      longest_period = std::max(longest_period, tl.counter().period_s());
+    }
+  }
+  if (stepped.empty()) return;
+  const auto limit = std::min<std::chrono::microseconds>(
+      options_.end_burst_max,
+      std::chrono::microseconds(static_cast<std::int64_t>(1.5e6 * longest_period)));
+  const mono_time deadline = steady::now() + limit;
+  mono_time next = steady::now();
+  while (true) {
+    next += options_.burst_spacing;
+    if (next >= deadline) break;
+    if (finishing) {
+      std::this_thread::sleep_until(next);
+    } else if (wait_until(stop, next, /*edges=*/false) == wake::finish) {
+      break;
+    }
+    const auto now = read_round();
+    bool all = true;
+    for (std::size_t j = 0; j < stepped.size(); ++j) {
+      const auto& [lost, value] = now[stepped[j]];
+      all = all && (lost != 0 || value != start_value[j]);
+    }
+    if (all) break;
+  }
 }
 
 void sampler::run(std::stop_token stop) {
@@ -161,7 +192,7 @@ void sampler::run(std::stop_token stop) {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) accounting_.timeline(k).begin_burst();
   }
-  read_tick();
+  read_round();
   {
     std::lock_guard lock(mu_);
     started_ = true;
@@ -169,18 +200,17 @@ void sampler::run(std::stop_token stop) {
   cv_.notify_all();
 
   const mono_time origin = steady::now();
-  burst(stop, options_.start_burst_max, /*stepped_only=*/false);
-  {
-    // Counters not seen during the burst (a finish during it, or devices without a counter).
-    std::lock_guard lock(mu_);
-    if (abandoned_) return;
-    for (std::size_t k = 0; k < devices_.size(); ++k) accounting_.timeline(k).end_burst();
-  }
+  start_burst(stop);
 
   mono_time next = origin + options_.interval;
   while (!stop.stop_requested()) {
-    if (wait_until(stop, next)) break;
-    read_tick();
+    const wake w = wait_until(stop, next, /*edges=*/true);
+    if (w == wake::finish) break;
+    read_round();
+    if (w == wake::edge) {
+      edge_burst(stop, /*finishing=*/false);
+      continue;  // the regular tick stays on its grid
+    }
     next += options_.interval;
     // A tick that overran (a slow backend call) skips the slots it missed but stays on the grid.
     const mono_time now = steady::now();
@@ -188,8 +218,8 @@ void sampler::run(std::stop_token stop) {
   }
   if (!is_finishing()) return;
 
-  read_tick();
-  burst(stop, options_.end_burst_max, /*stepped_only=*/true);
+  read_round();
+  edge_burst(stop, /*finishing=*/true);
   std::vector<window_result> done;
   {
     std::lock_guard lock(mu_);
@@ -203,7 +233,7 @@ void sampler::run(std::stop_token stop) {
 }
 
 std::vector<window_result> sampler::finish(mono_time end) {
-  boundary(end);
+  accounting_.push_boundary(monotonic_seconds(end));
   std::unique_lock lock(mu_);
   finishing_ = true;
   cv_.notify_all();

@@ -4,11 +4,13 @@
 // device each tick, feeds accounting, and publishes immutable snapshots for whoever wants live
 // numbers (the HTTP exporter, the monitor view).
 //
-// Around the two edges of a run it reads faster for a moment: right after start, every ~2 ms
-// until it has seen each energy counter advance a few times (this tells a counter that advances
-// continuously from one that advances every Q ms, and when), and right after the end, until each
-// counter that advances in steps has advanced once more.  Those dense reads are what let
-// accounting place the run's edges inside a counter update period (energy/counter_track.hpp).
+// Around every boundary it reads more: right after start, every ~2 ms until it has seen each
+// energy counter advance a few times (this tells a counter that advances continuously from one
+// that advances every Q ms, and when); right after any other boundary (a step line in `wrap`,
+// the end of the run), once at once and then every ~2 ms until each counter that advances in
+// steps has advanced once more.  Those reads are what let accounting place a boundary inside a
+// counter update period (energy/counter_track.hpp).  A boundary only sets a flag and wakes the
+// thread: whoever places it never waits for a reading.
 //
 // Thread-safety: start(), boundary(), finish() and snapshot() are called from other threads;
 // the backend and the accounting belong to the sampler thread until finish() returns.
@@ -84,12 +86,17 @@ class sampler {
   double interval_s() const { return std::chrono::duration<double>(options_.interval).count(); }
 
  private:
+  enum class wake { timeout, edge, finish };
+
   void run(std::stop_token stop);
-  void read_tick();
+  // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
+  // {lost, counter energy so far}, for the bursts to watch counters advance.
+  std::vector<std::pair<std::uint64_t, double>> read_round();
+  void start_burst(std::stop_token& stop);
+  void edge_burst(std::stop_token& stop, bool finishing);
   bool is_finishing();
-  void burst(std::stop_token& stop, std::chrono::milliseconds max, bool stepped_only);
   void publish(mono_time taken);
-  bool wait_until(std::stop_token& stop, mono_time when);
+  wake wait_until(std::stop_token& stop, mono_time when, bool edges);
 
   backend& backend_;
   std::vector<std::size_t> devices_;
@@ -105,6 +112,7 @@ class sampler {
   std::condition_variable cv_;
 
   std::atomic<std::uint64_t> ticks_{0};
+  std::atomic<bool> edge_requested_{false};
   std::function<void(const window_result&)> on_window_;
 
   mutable std::mutex snapshot_mu_;
