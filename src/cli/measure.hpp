@@ -69,6 +69,9 @@ class measurement {
   int finish(const child_process& child, const std::string& extra_json = {},
              const std::string& summary_extra = {});
 
+  // The run's energy so far: the sum of the windows added.
+  microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
+
   // Set when the sampler had to be abandoned in a hung backend call: the process must end
   // without running destructors that would wait for it.
   bool must_exit_hard() const { return must_exit_hard_; }

@@ -11,9 +11,7 @@
 #include "util/strings.hpp"
 
 namespace joules {
-namespace {
-
-void common_fields(json_writer& w, std::string_view type, const run_context& ctx) {
+void common_record_fields(json_writer& w, std::string_view type, const run_context& ctx) {
   w.field("type", type);
   w.field("schema_version", kSchemaVersion);
   w.field("time", iso8601_utc(std::chrono::system_clock::now()));
@@ -23,6 +21,8 @@ void common_fields(json_writer& w, std::string_view type, const run_context& ctx
   for (const auto& [k, v] : ctx.labels) w.field(k, v);
   w.end_object();
 }
+
+namespace {
 
 std::string signal_name(int sig) {
   const char* abbrev = sigabbrev_np(sig);
@@ -125,7 +125,7 @@ std::string run_method(const window_result& w) {
 std::string session_start_record(const run_context& ctx) {
   json_writer w;
   w.begin_object();
-  common_fields(w, "session_start", ctx);
+  common_record_fields(w, "session_start", ctx);
   w.field("joules_version", JOULES_VERSION);
   w.field("subcommand", ctx.subcommand);
   w.key("command").begin_array();
@@ -173,7 +173,7 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
   const auto why = degradations(ctx, out);
   json_writer w;
   w.begin_object();
-  common_fields(w, "session_end", ctx);
+  common_record_fields(w, "session_end", ctx);
   w.field("status", to_string(status_of(ctx, out)));
   w.field("degraded", !why.empty());
   w.key("degradations").begin_array();

@@ -12,6 +12,7 @@
 #include "energy/accounting.hpp"
 #include "scope/device_scope.hpp"
 #include "util/clock.hpp"
+#include "util/json_writer.hpp"
 
 namespace joules {
 
@@ -65,6 +66,9 @@ run_status status_of(const run_context& ctx, const run_outcome& out);
 
 // The method of the run as a whole: the devices' common method, or "mixed".
 std::string run_method(const window_result& w);
+
+// The fields every record starts with: type, schema_version, time, run_id, hostname, labels.
+void common_record_fields(json_writer& w, std::string_view type, const run_context& ctx);
 
 std::string session_start_record(const run_context& ctx);
 std::string session_end_record(const run_context& ctx, const run_outcome& out);
