@@ -267,6 +267,16 @@ struct nvmlGpmSupport_t {
   unsigned int isSupportedDevice;
 };
 
+// nvmlComputeMode_t (nvmlDeviceGetComputeMode).
+inline constexpr unsigned int kComputeModeDefault = 0;
+inline constexpr unsigned int kComputeModeExclusiveProcess = 3;
+
+// nvmlDeviceGetC2cModeInfoV: despite the V, an unversioned one-field struct (pynvml's
+// c_nvmlC2cModeInfo_v1_t); zeus calls it to detect Grace Hopper boards.
+struct nvmlC2cModeInfo_v1_t {
+  unsigned int isC2cEnabled;
+};
+
 inline constexpr unsigned int kMemoryV2Version = struct_version(sizeof(nvmlMemory_v2_t), 2);
 inline constexpr unsigned int kTemperatureV1Version = struct_version(sizeof(nvmlTemperature_v1_t), 1);
 inline constexpr unsigned int kPowerValueV2Version = struct_version(sizeof(nvmlPowerValue_v2_t), 2);

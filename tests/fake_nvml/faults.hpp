@@ -4,6 +4,7 @@
 // on every call, are sorted and binary-searched.
 
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "nvml/nvml_abi.hpp"
@@ -42,5 +43,8 @@ struct fault_set {
   // The latest counter reset at or before q, or a negative value when there is none.
   double last_reset_before(double q) const;
 };
+
+// nvmlReturn_t from a name such as "UNKNOWN" or "NVML_ERROR_TIMEOUT"; -1 when unknown.
+nvmlReturn_t error_code_from_name(const std::string& name);
 
 }  // namespace fake_nvml

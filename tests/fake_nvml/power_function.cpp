@@ -25,7 +25,8 @@ power_function power_function::piecewise(std::vector<double> x, std::vector<doub
 power_function power_function::uniform(double start, double dt, std::vector<double> watts) {
   std::vector<double> x;
   x.reserve(watts.size() + 1);
-  for (std::size_t i = 0; i <= watts.size(); ++i) x.push_back(start + static_cast<double>(i) * dt);
+  for (std::size_t i = 0; i <= watts.size(); ++i)
+    x.push_back(start + static_cast<double>(i) * dt);
   const double before = watts.front();
   const double after = watts.back();
   power_function f = piecewise(std::move(x), watts, watts, before, after);
@@ -108,7 +109,8 @@ power_function power_function::clamped(double limit_w) const {
   }
   if (uniform_) {
     std::vector<double> watts(a_);
-    for (double& w : watts) w = std::min(w, l);
+    for (double& w : watts)
+      w = std::min(w, l);
     return uniform(start_, dt_, std::move(watts));
   }
   std::vector<double> x{x_[0]}, a, b;

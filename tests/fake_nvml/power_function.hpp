@@ -27,8 +27,7 @@ class power_function {
   // README specifies, instead of a binary search.
   static power_function uniform(double start, double dt, std::vector<double> watts);
   // high during the first duty * period of every period that starts at phase + k * period.
-  static power_function square(double low, double high, double period, double duty,
-                               double phase);
+  static power_function square(double low, double high, double period, double duty, double phase);
 
   double watts_at(double t) const;
   // E(t) = integral of P over [0, t] in joules (negative for t < 0).

@@ -18,9 +18,8 @@ const power_model::epoch& power_model::epoch_at(double t) const {
   const std::size_t n = epoch_count_.load(std::memory_order_acquire);
   // The last epoch that starts at or before t; the first one also covers everything before it.
   const auto* first = epochs_.get();
-  const auto* it = std::upper_bound(first + 1, first + n, t, [](double v, const auto& e) {
-    return v < e->start_s;
-  });
+  const auto* it = std::upper_bound(first + 1, first + n, t,
+                                    [](double v, const auto& e) { return v < e->start_s; });
   return **(it - 1);
 }
 

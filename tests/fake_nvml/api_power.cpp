@@ -1,0 +1,205 @@
+// Energy, power readings, field values and power limits: the README's energy model.
+
+#include "api_util.hpp"
+#include "nvml_exports.hpp"
+
+namespace joules::nvml {
+namespace {
+
+using fake_nvml::device_call;
+using fake_nvml::fn;
+using fake_nvml::reading_kind;
+
+nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long long* mj) {
+  if (!d.energy_counter.supported) return kErrorNotSupported;
+  if (const nvmlReturn_t rc = d.faults.reading_status(reading_kind::energy, t); rc != kSuccess) {
+    return rc;
+  }
+  *mj = d.counter_mj(t);
+  return kSuccess;
+}
+
+nvmlReturn_t power_reading(const fake_nvml::device& d, const fake_nvml::reading_config& r, double t,
+                           unsigned int* mw) {
+  if (!r.supported) return kErrorNotSupported;
+  if (const nvmlReturn_t rc = d.faults.reading_status(reading_kind::power, t); rc != kSuccess) {
+    return rc;
+  }
+  *mw = d.reading_mw(r, t);
+  return kSuccess;
+}
+
+void set_uint(nvmlFieldValue_t& v, unsigned int value) {
+  v.valueType = kValueTypeUnsignedInt;
+  v.value.uiVal = value;
+}
+
+void set_ull(nvmlFieldValue_t& v, unsigned long long value) {
+  v.valueType = kValueTypeUnsignedLongLong;
+  v.value.ullVal = value;
+}
+
+// One field of nvmlDeviceGetFieldValues; the status goes into v.nvmlReturn.
+void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
+  // Ids the imitated driver's header did not have yet (185-192 arrived in 12.2).
+  const bool power_fields = fake_nvml::driver_level() >= fake_nvml::kLevelPowerFields;
+  const bool power_scope = v.fieldId < kFiDevPowerAverage || v.fieldId > kFiDevPowerRequestedLimit;
+  const fake_nvml::device_health& h = d.health;
+  v.nvmlReturn = kSuccess;
+  if (!power_scope && (!power_fields || v.scopeId != kPowerScopeGpu)) {
+    v.nvmlReturn = kErrorNotSupported;  // module and memory scopes need a Grace board
+    return;
+  }
+  unsigned long long ull = 0;
+  unsigned int ui = 0;
+  switch (v.fieldId) {
+    case kFiDevTotalEnergyConsumption:
+    case kFiDevEnergy:
+      v.nvmlReturn = energy_reading(d, t, &ull);
+      set_ull(v, ull);
+      return;
+    case kFiDevPowerAverage:
+      v.nvmlReturn = power_reading(d, d.power_average, t, &ui);
+      set_uint(v, ui);
+      return;
+    case kFiDevPowerInstant:
+      v.nvmlReturn = power_reading(d, d.power_instant, t, &ui);
+      set_uint(v, ui);
+      return;
+    case kFiDevPowerMinLimit:
+      return set_uint(v, d.min_limit_mw);
+    case kFiDevPowerMaxLimit:
+      return set_uint(v, d.max_limit_mw);
+    case kFiDevPowerDefaultLimit:
+      return set_uint(v, d.default_limit_mw);
+    case kFiDevPowerCurrentLimit:
+    case kFiDevPowerRequestedLimit:
+      return set_uint(v, d.power->limit_mw());
+    case kFiDevEccSbeVolTotal:
+    case kFiDevEccSbeAggTotal:
+      if (!h.ecc_enabled) break;
+      return set_ull(v, h.ecc_corrected);
+    case kFiDevEccDbeVolTotal:
+    case kFiDevEccDbeAggTotal:
+      if (!h.ecc_enabled) break;
+      return set_ull(v, h.ecc_uncorrected);
+    case kFiDevMemoryTemp:
+      return set_uint(v, h.memory_temperature_c);
+    case kFiDevPcieReplayCounter:
+      return set_uint(v, h.pcie_replay_counter);
+    default:
+      break;
+  }
+  v.nvmlReturn = kErrorNotSupported;
+}
+
+nvmlReturn_t set_limit(const device_call& call, unsigned int limit_mw) {
+  fake_nvml::device& d = call.gpu();
+  if (!d.limit_settable) return kErrorNoPermission;
+  if (limit_mw < d.min_limit_mw || limit_mw > d.max_limit_mw) return kErrorInvalidArgument;
+  // Takes effect at the moment of the call: with clamp_to_limit, P(t) is capped from here on.
+  return d.power->set_limit(call.t(), limit_mw) ? kSuccess : kErrorUnknown;
+}
+
+}  // namespace
+
+extern "C" nvmlReturn_t nvmlDeviceGetTotalEnergyConsumption(nvmlDevice_t device,
+                                                            unsigned long long* energy) {
+  const device_call call(fn::nvmlDeviceGetTotalEnergyConsumption, device);
+  if (!call) return call.status();
+  if (energy == nullptr) return kErrorInvalidArgument;
+  return energy_reading(call.gpu(), call.t(), energy);
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t device, unsigned int* power) {
+  const device_call call(fn::nvmlDeviceGetPowerUsage, device);
+  if (!call) return call.status();
+  if (power == nullptr) return kErrorInvalidArgument;
+  return power_reading(call.gpu(), call.gpu().power_usage, call.t(), power);
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCount,
+                                                 nvmlFieldValue_t* values) {
+  const device_call call(fn::nvmlDeviceGetFieldValues, device);
+  if (!call) return call.status();
+  if (valuesCount < 0 || (valuesCount > 0 && values == nullptr)) return kErrorInvalidArgument;
+  const long long timestamp = fake_nvml::realtime_us();
+  for (int i = 0; i < valuesCount; ++i) {
+    nvmlFieldValue_t& v = values[i];
+    v.timestamp = timestamp;
+    v.latencyUsec = 0;
+    fill_field(call.gpu(), call.t(), v);
+  }
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPowerManagementLimit(nvmlDevice_t device,
+                                                          unsigned int* limit) {
+  const device_call call(fn::nvmlDeviceGetPowerManagementLimit, device);
+  if (!call) return call.status();
+  if (limit == nullptr) return kErrorInvalidArgument;
+  *limit = call.gpu().power->limit_mw();
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_t device,
+                                                                     unsigned int* minLimit,
+                                                                     unsigned int* maxLimit) {
+  const device_call call(fn::nvmlDeviceGetPowerManagementLimitConstraints, device);
+  if (!call) return call.status();
+  if (minLimit == nullptr || maxLimit == nullptr) return kErrorInvalidArgument;
+  *minLimit = call.gpu().min_limit_mw;
+  *maxLimit = call.gpu().max_limit_mw;
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t device,
+                                                                 unsigned int* defaultLimit) {
+  const device_call call(fn::nvmlDeviceGetPowerManagementDefaultLimit, device);
+  if (!call) return call.status();
+  if (defaultLimit == nullptr) return kErrorInvalidArgument;
+  *defaultLimit = call.gpu().default_limit_mw;
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigned int* limit) {
+  const device_call call(fn::nvmlDeviceGetEnforcedPowerLimit, device);
+  if (!call) return call.status();
+  if (limit == nullptr) return kErrorInvalidArgument;
+  *limit = call.gpu().power->limit_mw();
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceSetPowerManagementLimit(nvmlDevice_t device, unsigned int limit) {
+  const device_call call(fn::nvmlDeviceSetPowerManagementLimit, device);
+  if (!call) return call.status();
+  return set_limit(call, limit);
+}
+
+extern "C" nvmlReturn_t nvmlDeviceSetPowerManagementLimit_v2(nvmlDevice_t device,
+                                                             nvmlPowerValue_v2_t* powerValue) {
+  const device_call call(fn::nvmlDeviceSetPowerManagementLimit_v2, device);
+  if (!call) return call.status();
+  if (powerValue == nullptr) return kErrorInvalidArgument;
+  if (powerValue->version != kPowerValueV2Version) return kErrorArgumentVersionMismatch;
+  if (powerValue->powerScope != kPowerScopeGpu) return kErrorNotSupported;
+  return set_limit(call, powerValue->powerValueMw);
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, unsigned int* pState) {
+  const device_call call(fn::nvmlDeviceGetPowerState, device);
+  if (!call) return call.status();
+  if (pState == nullptr) return kErrorInvalidArgument;
+  *pState = call.gpu().health.performance_state;
+  return kSuccess;
+}
+
+extern "C" nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, unsigned int* pState) {
+  const device_call call(fn::nvmlDeviceGetPerformanceState, device);
+  if (!call) return call.status();
+  if (pState == nullptr) return kErrorInvalidArgument;
+  *pState = call.gpu().health.performance_state;
+  return kSuccess;
+}
+
+}  // namespace joules::nvml

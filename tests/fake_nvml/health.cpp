@@ -1,0 +1,75 @@
+#include "health.hpp"
+
+#include <limits>
+
+#include "json_fields.hpp"
+
+namespace fake_nvml {
+namespace {
+
+unsigned int small(json_fields& f, const std::string& key, unsigned int fallback) {
+  const unsigned long long v = f.unsigned_integer(key, fallback);
+  if (v > std::numeric_limits<unsigned int>::max()) f.fail(key, "is too large");
+  return static_cast<unsigned int>(v);
+}
+
+void read_clocks(json_fields& f, const std::string& key, unsigned int (&mhz)[4]) {
+  if (!f.has(key)) return;
+  json_fields clocks(f.at(key), f.sub(key));
+  mhz[0] = small(clocks, "graphics", mhz[0]);
+  mhz[1] = small(clocks, "sm", mhz[1]);
+  mhz[2] = small(clocks, "memory", mhz[2]);
+  mhz[3] = small(clocks, "video", mhz[3]);
+  clocks.finish();
+}
+
+}  // namespace
+
+device_health parse_health(const nlohmann::json& health, const std::string& path) {
+  device_health h;
+  json_fields f(health, path);
+  h.gpu_util_percent = small(f, "gpu_util_percent", h.gpu_util_percent);
+  h.memory_util_percent = small(f, "memory_util_percent", h.memory_util_percent);
+  h.encoder_util_percent = small(f, "encoder_util_percent", h.encoder_util_percent);
+  h.decoder_util_percent = small(f, "decoder_util_percent", h.decoder_util_percent);
+  h.sm_util_percent = f.non_negative("sm_util_percent", h.sm_util_percent);
+  h.sm_occupancy_percent = f.non_negative("sm_occupancy_percent", h.sm_occupancy_percent);
+  h.tensor_util_percent = f.non_negative("tensor_util_percent", h.tensor_util_percent);
+  h.dram_bw_util_percent = f.non_negative("dram_bw_util_percent", h.dram_bw_util_percent);
+  h.memory_total_bytes = f.unsigned_integer("memory_total_bytes", h.memory_total_bytes);
+  h.memory_reserved_bytes = f.unsigned_integer("memory_reserved_bytes", h.memory_reserved_bytes);
+  h.memory_used_bytes = f.unsigned_integer("memory_used_bytes", h.memory_used_bytes);
+  if (h.memory_reserved_bytes + h.memory_used_bytes > h.memory_total_bytes) {
+    f.fail("memory_used_bytes", "plus memory_reserved_bytes exceeds memory_total_bytes");
+  }
+  h.temperature_c = small(f, "temperature_c", h.temperature_c);
+  h.memory_temperature_c = small(f, "memory_temperature_c", h.memory_temperature_c);
+  h.shutdown_temperature_c = small(f, "shutdown_temperature_c", h.shutdown_temperature_c);
+  h.slowdown_temperature_c = small(f, "slowdown_temperature_c", h.slowdown_temperature_c);
+  h.memory_max_temperature_c = small(f, "memory_max_temperature_c", h.memory_max_temperature_c);
+  h.gpu_max_temperature_c = small(f, "gpu_max_temperature_c", h.gpu_max_temperature_c);
+  read_clocks(f, "clocks_mhz", h.clock_mhz);
+  read_clocks(f, "max_clocks_mhz", h.max_clock_mhz);
+  h.clocks_event_reasons = f.unsigned_integer("clocks_event_reasons", h.clocks_event_reasons);
+  h.performance_state = small(f, "performance_state", h.performance_state);
+  h.fan_count = small(f, "fan_count", h.fan_count);
+  h.fan_speed_percent = small(f, "fan_speed_percent", h.fan_speed_percent);
+  h.ecc_enabled = f.boolean("ecc_enabled", h.ecc_enabled);
+  h.ecc_corrected = f.unsigned_integer("ecc_corrected", h.ecc_corrected);
+  h.ecc_uncorrected = f.unsigned_integer("ecc_uncorrected", h.ecc_uncorrected);
+  h.retired_pages = small(f, "retired_pages", h.retired_pages);
+  h.remapped_rows_corrected = small(f, "remapped_rows_corrected", h.remapped_rows_corrected);
+  h.remapped_rows_uncorrected = small(f, "remapped_rows_uncorrected", h.remapped_rows_uncorrected);
+  h.pcie_generation = small(f, "pcie_generation", h.pcie_generation);
+  h.pcie_width = small(f, "pcie_width", h.pcie_width);
+  h.pcie_max_generation = small(f, "pcie_max_generation", h.pcie_max_generation);
+  h.pcie_max_width = small(f, "pcie_max_width", h.pcie_max_width);
+  h.pcie_replay_counter = small(f, "pcie_replay_counter", h.pcie_replay_counter);
+  h.pcie_tx_kib_s = small(f, "pcie_tx_kib_s", h.pcie_tx_kib_s);
+  h.pcie_rx_kib_s = small(f, "pcie_rx_kib_s", h.pcie_rx_kib_s);
+  h.persistence_mode = f.boolean("persistence_mode", h.persistence_mode);
+  f.finish();
+  return h;
+}
+
+}  // namespace fake_nvml

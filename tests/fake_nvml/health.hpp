@@ -1,0 +1,65 @@
+#pragma once
+// The slowly varying state of a device that joules' `health` readings and the peers' monitors
+// poll: utilisation, memory, temperatures, clocks, fans, ECC, PCIe.  Today these are constants
+// (defaults below, or the device's `health` object); time-varying health scenarios will extend
+// this struct and its parser without touching the power model.
+
+#include <string>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace fake_nvml {
+
+struct device_health {
+  unsigned int gpu_util_percent = 0;
+  unsigned int memory_util_percent = 0;
+  unsigned int encoder_util_percent = 0;
+  unsigned int decoder_util_percent = 0;
+  // GPM (Hopper+) metrics, percent.
+  double sm_util_percent = 0.0;
+  double sm_occupancy_percent = 0.0;
+  double tensor_util_percent = 0.0;
+  double dram_bw_util_percent = 0.0;
+
+  unsigned long long memory_total_bytes = 85520809984ULL;   // H100 80GB: 81559 MiB
+  unsigned long long memory_reserved_bytes = 536870912ULL;  // 512 MiB
+  unsigned long long memory_used_bytes = 0;                 // excluding reserved
+
+  unsigned int temperature_c = 40;
+  unsigned int memory_temperature_c = 45;
+  unsigned int shutdown_temperature_c = 92;
+  unsigned int slowdown_temperature_c = 89;
+  unsigned int memory_max_temperature_c = 95;
+  unsigned int gpu_max_temperature_c = 87;
+
+  // MHz, indexed by clock type: graphics, SM, memory, video.
+  unsigned int clock_mhz[4] = {1980, 1980, 2619, 1545};
+  unsigned int max_clock_mhz[4] = {1980, 1980, 2619, 1980};
+  unsigned long long clocks_event_reasons = 0;
+  unsigned int performance_state = 0;
+
+  unsigned int fan_count = 0;  // an SXM board has no fan: fan getters are NOT_SUPPORTED
+  unsigned int fan_speed_percent = 30;
+
+  bool ecc_enabled = true;
+  unsigned long long ecc_corrected = 0;
+  unsigned long long ecc_uncorrected = 0;
+  unsigned int retired_pages = 0;
+  unsigned int remapped_rows_corrected = 0;
+  unsigned int remapped_rows_uncorrected = 0;
+
+  unsigned int pcie_generation = 5;
+  unsigned int pcie_width = 16;
+  unsigned int pcie_max_generation = 5;
+  unsigned int pcie_max_width = 16;
+  unsigned int pcie_replay_counter = 0;
+  unsigned int pcie_tx_kib_s = 0;
+  unsigned int pcie_rx_kib_s = 0;
+
+  bool persistence_mode = true;
+};
+
+// Reads the device's optional `health` object (every key optional).  Throws scenario_error.
+device_health parse_health(const nlohmann::json& health, const std::string& path);
+
+}  // namespace fake_nvml

@@ -1,0 +1,131 @@
+#pragma once
+// A parsed scenario (README "Scenario file"): the simulated system and its devices, with every
+// default filled in.  Built once per nvmlInit that loads a new scenario and never freed while
+// the library is loaded, so device handles stay valid pointers even across re-initialisation.
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "faults.hpp"
+#include "health.hpp"
+#include "nvml/nvml_abi.hpp"
+#include "power_model.hpp"
+
+namespace fake_nvml {
+
+struct architecture {
+  const char* name;
+  unsigned int nvml_code;  // nvmlDeviceArchitecture_t
+  int rank;                // generation order: kepler 0 ... rubin 9
+  int cc_major;
+  int cc_minor;
+  bool mig_capable;
+};
+inline constexpr int kRankVolta = 3;
+inline constexpr int kRankAmpere = 5;
+inline constexpr int kRankHopper = 7;
+
+struct counter_config {
+  bool supported = true;
+  double update_s = 0.0;  // 0: continuous
+  double phase_s = 0.0;
+  unsigned long long initial_mj = 0;
+};
+
+struct reading_config {
+  bool supported = true;
+  double window_s = 0.0;  // 0: the instantaneous P(tau)
+  double update_s = 0.0;  // 0: tau = t
+};
+
+struct process {
+  unsigned int pid = 0;
+  unsigned long long used_memory_bytes = 0;
+  unsigned int gpu_instance_id = 0xFFFFFFFFU;  // not MIG
+  unsigned int compute_instance_id = 0xFFFFFFFFU;
+};
+
+struct mig_device {
+  unsigned int parent = 0;  // index of the GPU
+  unsigned int index = 0;   // index among the parent's MIG devices
+  std::string name;
+  std::string uuid;
+  unsigned int gpu_instance_id = 0;
+  unsigned int compute_instance_id = 0;
+  unsigned long long memory_total_bytes = 0;
+  std::vector<process> processes;  // ids filled in from the instance
+};
+
+struct device {
+  unsigned int index = 0;
+  std::string name;
+  std::string uuid;
+  std::string serial;
+  std::string pci_bus_id;  // "00000000:18:00.0"
+  unsigned int pci_domain = 0;
+  unsigned int pci_bus = 0;
+  unsigned int pci_device = 0;
+  const architecture* arch = nullptr;
+  int cc_major = 0;
+  int cc_minor = 0;
+  unsigned int latency_us = 0;
+  bool no_permission = false;
+
+  std::unique_ptr<power_model> power;  // owns the current limit too
+  counter_config energy_counter;
+  reading_config power_usage;
+  reading_config power_instant;
+  reading_config power_average;
+  unsigned int default_limit_mw = 700000;
+  unsigned int min_limit_mw = 200000;
+  unsigned int max_limit_mw = 700000;
+  bool limit_settable = true;
+
+  fault_set faults;
+  bool mig_enabled = false;
+  unsigned int mig_max_count = 0;
+  std::size_t mig_first = 0;  // this GPU's MIG devices are scenario::migs[mig_first, +mig_count)
+  std::size_t mig_count = 0;
+  std::vector<process> compute_processes;  // including those of its MIG devices
+  std::vector<process> graphics_processes;
+  device_health health;
+
+  // The README's energy model.
+  unsigned long long counter_mj(double t) const;
+  unsigned int reading_mw(const reading_config& r, double t) const;
+};
+
+// What a device handle points at: a whole GPU, or a MIG device (gpu is then its parent).
+struct handle_slot {
+  device* gpu = nullptr;
+  const mig_device* mig = nullptr;
+};
+
+struct scenario {
+  std::string driver_version;
+  std::string nvml_version;
+  int cuda_driver_version = 0;
+  nvmlReturn_t init_error = joules::nvml::kSuccess;
+  unsigned int process_struct_bytes = 24;
+  std::vector<device> devices;
+  std::vector<mig_device> migs;
+  std::vector<handle_slot> slots;  // devices first, then migs; handles point in here
+
+  const handle_slot* slot_of(joules::nvml::nvmlDevice_t handle) const;
+  joules::nvml::nvmlDevice_t handle_of(const handle_slot& slot) const;
+};
+
+// What the imitated driver knows, from the highest `level` it exports (see runtime.cpp).
+struct driver_defaults {
+  const char* driver_version;
+  const char* nvml_version;
+  int cuda_driver_version;
+};
+
+// Parses scenario JSON text.  Throws scenario_error (or nlohmann's parse_error) with a message
+// that names the offending key.
+std::unique_ptr<scenario> parse_scenario(const std::string& text, const driver_defaults& defaults);
+
+}  // namespace fake_nvml

@@ -1,0 +1,363 @@
+// Scenario JSON -> scenario, with the README's defaults.  Runs once per loaded scenario, never on
+// an NVML call, so it favours clear errors over speed.
+
+#include <array>
+#include <climits>
+#include <cmath>
+#include <cstdio>
+#include <utility>
+
+#include "json_fields.hpp"
+#include "scenario.hpp"
+
+namespace fake_nvml {
+namespace {
+
+namespace nv = joules::nvml;
+using nlohmann::json;
+
+constexpr std::array<architecture, 10> kArchitectures = {{
+    {"kepler", nv::kArchKepler, 0, 3, 5, false},
+    {"maxwell", nv::kArchMaxwell, 1, 5, 2, false},
+    {"pascal", nv::kArchPascal, 2, 6, 0, false},
+    {"volta", nv::kArchVolta, 3, 7, 0, false},
+    {"turing", nv::kArchTuring, 4, 7, 5, false},
+    {"ampere", nv::kArchAmpere, 5, 8, 0, true},
+    {"ada", nv::kArchAda, 6, 8, 9, false},
+    {"hopper", nv::kArchHopper, 7, 9, 0, true},
+    {"blackwell", nv::kArchBlackwell, 8, 10, 0, true},
+    // [unverified] Rubin's compute capability; scenarios that care set compute_capability.
+    {"rubin", nv::kArchRubin, 9, 11, 0, true},
+}};
+
+std::string default_gpu_uuid(unsigned int index) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "GPU-00000000-0000-4000-8000-0000000000%02x", index);
+  return buf;
+}
+
+std::string default_mig_uuid(unsigned int parent, unsigned int index) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "MIG-%08x-0000-4000-9000-%012x", parent, index);
+  return buf;
+}
+
+std::string default_serial(unsigned int index) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "1654922%06u", index);
+  return buf;
+}
+
+unsigned int to_uint(json_fields& f, const std::string& key, unsigned int fallback) {
+  const unsigned long long v = f.unsigned_integer(key, fallback);
+  if (v > UINT_MAX) f.fail(key, "is too large");
+  return static_cast<unsigned int>(v);
+}
+
+unsigned int watts_to_mw(json_fields& f, const std::string& key, double fallback_w) {
+  const double w = f.non_negative(key, fallback_w);
+  if (w > 4.0e6) f.fail(key, "is too large");
+  return static_cast<unsigned int>(std::llround(w * 1000.0));
+}
+
+nvmlReturn_t error_code(json_fields& f, const std::string& key) {
+  const json& v = f.at(key);
+  if (v.is_number_integer()) return v.get<nvmlReturn_t>();
+  if (!v.is_string()) f.fail(key, "must be an NVML error name such as \"UNKNOWN\"");
+  const nvmlReturn_t code = error_code_from_name(v.get<std::string>());
+  if (code < 0) f.fail(key, "names no NVML error: " + v.get<std::string>());
+  return code;
+}
+
+// [[t, w], ...] with t ascending and w >= 0.
+void read_points(json_fields& f, std::vector<double>& ts, std::vector<double>& ws) {
+  const json& points = f.at("points");
+  if (!points.is_array() || points.empty()) f.fail("points", "must be a non-empty array");
+  for (const json& p : points) {
+    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
+      f.fail("points", "must hold [t_s, watts] pairs");
+    }
+    const double t = p[0].get<double>(), w = p[1].get<double>();
+    if (!std::isfinite(t) || !std::isfinite(w) || w < 0.0) f.fail("points", "has a bad value");
+    if (!ts.empty() && t < ts.back()) f.fail("points", "must be in ascending time order");
+    ts.push_back(t);
+    ws.push_back(w);
+  }
+}
+
+power_function parse_power_function(json_fields& f) {
+  const std::string type = f.string("type", "constant");
+  if (type == "constant") return power_function::constant(f.non_negative("watts", 100.0));
+  if (type == "steps" || type == "linear") {
+    std::vector<double> ts, ws;
+    read_points(f, ts, ws);
+    std::vector<double> a, b;
+    for (std::size_t i = 0; i + 1 < ts.size(); ++i) {
+      a.push_back(ws[i]);
+      b.push_back(type == "steps" ? ws[i] : ws[i + 1]);
+    }
+    const double before = ws.front(), after = ws.back();
+    return power_function::piecewise(std::move(ts), std::move(a), std::move(b), before, after);
+  }
+  if (type == "segments") {
+    const double start = f.number("start_s", 0.0);
+    const double dt = f.number("dt_s", 0.0);
+    if (dt <= 0.0) f.fail("dt_s", "must be positive");
+    const json& watts = f.at("watts");
+    if (!watts.is_array() || watts.empty()) f.fail("watts", "must be a non-empty array");
+    std::vector<double> ws;
+    for (const json& w : watts) {
+      if (!w.is_number() || !(w.get<double>() >= 0.0)) f.fail("watts", "must hold watts >= 0");
+      ws.push_back(w.get<double>());
+    }
+    return power_function::uniform(start, dt, std::move(ws));
+  }
+  if (type == "square") {
+    const double period = f.number("period_s", 1.0);
+    const double duty = f.number("duty", 0.5);
+    if (period <= 0.0) f.fail("period_s", "must be positive");
+    if (duty < 0.0 || duty > 1.0) f.fail("duty", "must lie in [0, 1]");
+    return power_function::square(f.non_negative("low_w", 0.0), f.non_negative("high_w", 0.0),
+                                  period, duty, f.number("phase_s", 0.0));
+  }
+  f.fail("type", "must be constant, steps, segments, linear or square, not " + type);
+}
+
+reading_config parse_reading(json_fields& dev, const std::string& key, reading_config r) {
+  if (!dev.has(key)) return r;
+  json_fields f(dev.at(key), dev.sub(key));
+  r.supported = f.boolean("supported", r.supported);
+  r.window_s = f.non_negative("window_ms", r.window_s * 1000.0) / 1000.0;
+  r.update_s = f.non_negative("update_ms", r.update_s * 1000.0) / 1000.0;
+  f.finish();
+  return r;
+}
+
+void parse_faults(json_fields& dev, fault_set& faults) {
+  if (!dev.has("faults")) return;
+  const json& list = dev.at("faults");
+  if (!list.is_array()) dev.fail("faults", "must be an array");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    json_fields f(list[i], dev.sub("faults") + "[" + std::to_string(i) + "]");
+    if (!f.has("at_s")) f.fail("at_s", "is required");
+    const double at = f.non_negative("at_s", 0.0);
+    const double until = f.number("until_s", kForever);
+    if (until <= at) f.fail("until_s", "must be after at_s");
+    const std::string kind = f.string("kind", "");
+    if (kind == "lost") {
+      faults.lost_at_s = std::min(faults.lost_at_s, at);
+    } else if (kind == "counter_reset") {
+      faults.counter_resets_s.push_back(at);
+    } else if (kind == "not_supported" || kind == "error") {
+      fault_set::status_window w{at, until, false, false, nv::kErrorNotSupported};
+      const std::string what = f.string("what", "all");
+      if (what != "energy" && what != "power" && what != "all") {
+        f.fail("what", "must be energy, power or all");
+      }
+      w.energy = what != "power";
+      w.power = what != "energy";
+      if (kind == "error") {
+        if (!f.has("code")) f.fail("code", "is required for an error fault");
+        w.code = error_code(f, "code");
+      }
+      faults.statuses.push_back(w);
+    } else if (kind == "latency") {
+      if (!f.has("latency_us")) f.fail("latency_us", "is required for a latency fault");
+      faults.latencies.push_back({at, until, to_uint(f, "latency_us", 0)});
+    } else {
+      f.fail("kind", "must be lost, counter_reset, not_supported, error or latency");
+    }
+    f.finish();
+  }
+  std::sort(faults.counter_resets_s.begin(), faults.counter_resets_s.end());
+}
+
+std::vector<process> parse_processes(json_fields& f, const std::string& key) {
+  std::vector<process> out;
+  if (!f.has(key)) return out;
+  const json& list = f.at(key);
+  if (!list.is_array()) f.fail(key, "must be an array");
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    json_fields p(list[i], f.sub(key) + "[" + std::to_string(i) + "]");
+    if (!p.has("pid")) p.fail("pid", "is required");
+    process proc;
+    proc.pid = to_uint(p, "pid", 0);
+    proc.used_memory_bytes = p.unsigned_integer("used_memory_bytes", 0);
+    p.finish();
+    out.push_back(proc);
+  }
+  return out;
+}
+
+const architecture& parse_architecture(json_fields& f) {
+  const std::string name = f.string("architecture", "hopper");
+  for (const architecture& a : kArchitectures) {
+    if (name == a.name) return a;
+  }
+  f.fail("architecture",
+         "must be one of kepler, maxwell, pascal, volta, turing, ampere, ada, "
+         "hopper, blackwell, rubin, not " +
+             name);
+}
+
+void parse_pci(json_fields& f, device& d) {
+  const std::string given = f.string("pci_bus_id", "");
+  unsigned int domain = 0, bus = 0x18U + d.index, dev = 0, function = 0;
+  if (!given.empty() &&
+      std::sscanf(given.c_str(), "%x:%x:%x.%x", &domain, &bus, &dev, &function) != 4) {
+    f.fail("pci_bus_id", "must look like 00000000:18:00.0");
+  }
+  d.pci_domain = domain;
+  d.pci_bus = bus;
+  d.pci_device = dev;
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%08X:%02X:%02X.%X", domain, bus, dev, function);
+  d.pci_bus_id = buf;
+}
+
+void parse_mig(json_fields& dev, device& d, scenario& s) {
+  d.mig_first = s.migs.size();
+  if (!dev.has("mig")) return;
+  json_fields f(dev.at("mig"), dev.sub("mig"));
+  d.mig_enabled = f.boolean("enabled", false);
+  d.mig_max_count = d.mig_enabled ? to_uint(f, "max_devices", 7) : 0;
+  if (d.mig_enabled && !d.arch->mig_capable) f.fail("enabled", "needs a MIG-capable architecture");
+  if (f.has("devices")) {
+    const json& list = f.at("devices");
+    if (!list.is_array()) f.fail("devices", "must be an array");
+    if (!list.empty() && !d.mig_enabled) f.fail("devices", "needs \"enabled\": true");
+    if (list.size() > d.mig_max_count) f.fail("devices", "has more than max_devices entries");
+    for (std::size_t i = 0; i < list.size(); ++i) {
+      json_fields m(list[i], f.sub("devices") + "[" + std::to_string(i) + "]");
+      mig_device mig;
+      mig.parent = d.index;
+      mig.index = static_cast<unsigned int>(i);
+      mig.name = m.string("name", d.name + " MIG 1g.10gb");
+      mig.uuid = m.string("uuid", default_mig_uuid(d.index, mig.index));
+      mig.gpu_instance_id = to_uint(m, "gpu_instance_id", mig.index + 1);
+      mig.compute_instance_id = to_uint(m, "compute_instance_id", 0);
+      mig.memory_total_bytes = m.unsigned_integer("memory_total_bytes", 10737418240ULL);
+      mig.processes = parse_processes(m, "processes");
+      for (process& p : mig.processes) {
+        p.gpu_instance_id = mig.gpu_instance_id;
+        p.compute_instance_id = mig.compute_instance_id;
+        d.compute_processes.push_back(p);
+      }
+      m.finish();
+      s.migs.push_back(std::move(mig));
+    }
+  }
+  d.mig_count = s.migs.size() - d.mig_first;
+  f.finish();
+}
+
+device parse_device(const json& j, unsigned int index, unsigned int top_latency_us, scenario& s) {
+  json_fields f(j, "devices[" + std::to_string(index) + "]");
+  device d;
+  d.index = index;
+  d.name = f.string("name", "NVIDIA H100 80GB HBM3");
+  d.uuid = f.string("uuid", default_gpu_uuid(index));
+  d.serial = f.string("serial", default_serial(index));
+  parse_pci(f, d);
+  d.arch = &parse_architecture(f);
+  d.cc_major = d.arch->cc_major;
+  d.cc_minor = d.arch->cc_minor;
+  if (f.has("compute_capability")) {
+    const json& cc = f.at("compute_capability");
+    if (!cc.is_array() || cc.size() != 2 || !cc[0].is_number_integer() ||
+        !cc[1].is_number_integer()) {
+      f.fail("compute_capability", "must be [major, minor]");
+    }
+    d.cc_major = cc[0].get<int>();
+    d.cc_minor = cc[1].get<int>();
+  }
+  d.latency_us = to_uint(f, "latency_us", top_latency_us);
+  const std::string permission = f.string("permission", "ok");
+  if (permission != "ok" && permission != "no_permission") {
+    f.fail("permission", "must be ok or no_permission");
+  }
+  d.no_permission = permission == "no_permission";
+
+  const bool volta_plus = d.arch->rank >= kRankVolta;
+  const bool ampere_plus = d.arch->rank >= kRankAmpere;
+  d.energy_counter.supported = volta_plus;
+  if (f.has("energy_counter")) {
+    json_fields c(f.at("energy_counter"), f.sub("energy_counter"));
+    d.energy_counter.supported = c.boolean("supported", volta_plus);
+    d.energy_counter.update_s = c.non_negative("update_ms", 0.0) / 1000.0;
+    d.energy_counter.phase_s = c.number("phase_ms", 0.0) / 1000.0;
+    d.energy_counter.initial_mj = c.unsigned_integer("initial_mj", 0);
+    c.finish();
+  }
+  const reading_config averaged{true, 1.0, 0.1};
+  const reading_config instant{true, 0.0, 0.0};
+  d.power_usage = parse_reading(f, "power_usage", ampere_plus ? averaged : instant);
+  d.power_instant = parse_reading(f, "power_instant", instant);
+  d.power_average = parse_reading(f, "power_average", reading_config{ampere_plus, 1.0, 0.1});
+
+  unsigned int current_mw = d.default_limit_mw;
+  if (f.has("limits")) {
+    json_fields l(f.at("limits"), f.sub("limits"));
+    d.default_limit_mw = watts_to_mw(l, "default_w", 700.0);
+    d.min_limit_mw = watts_to_mw(l, "min_w", 200.0);
+    d.max_limit_mw = watts_to_mw(l, "max_w", 700.0);
+    current_mw = watts_to_mw(l, "current_w", d.default_limit_mw / 1000.0);
+    d.limit_settable = l.boolean("settable", true);
+    if (d.min_limit_mw > d.max_limit_mw) l.fail("min_w", "exceeds max_w");
+    l.finish();
+  }
+
+  bool clamp = false;
+  power_function base = power_function::constant(100.0);
+  if (f.has("power")) {
+    json_fields p(f.at("power"), f.sub("power"));
+    base = parse_power_function(p);
+    clamp = p.boolean("clamp_to_limit", false);
+    p.finish();
+  }
+  d.power = std::make_unique<power_model>(std::move(base), clamp, current_mw);
+  parse_faults(f, d.faults);
+  d.compute_processes = parse_processes(f, "processes");
+  d.graphics_processes = parse_processes(f, "graphics_processes");
+  if (f.has("health")) d.health = parse_health(f.at("health"), f.sub("health"));
+  parse_mig(f, d, s);
+  f.finish();
+  return d;
+}
+
+}  // namespace
+
+std::unique_ptr<scenario> parse_scenario(const std::string& text, const driver_defaults& defaults) {
+  const json j = json::parse(text);
+  auto s = std::make_unique<scenario>();
+  json_fields f(j, "scenario");
+  s->driver_version = f.string("driver_version", defaults.driver_version);
+  s->nvml_version = f.string("nvml_version", defaults.nvml_version);
+  if (f.has("cuda_driver_version")) {
+    if (!f.at("cuda_driver_version").is_number_integer()) {
+      f.fail("cuda_driver_version", "must be an integer such as 12080");
+    }
+    s->cuda_driver_version = f.at("cuda_driver_version").get<int>();
+  } else {
+    s->cuda_driver_version = defaults.cuda_driver_version;
+  }
+  if (f.has("init_error")) s->init_error = error_code(f, "init_error");
+  const unsigned int latency_us = to_uint(f, "latency_us", 0);
+  s->process_struct_bytes = to_uint(f, "process_struct_bytes", 24);
+  if (s->process_struct_bytes != 24 && s->process_struct_bytes != 32) {
+    f.fail("process_struct_bytes", "must be 24 or 32");
+  }
+  if (!f.has("devices") || !f.at("devices").is_array()) f.fail("devices", "must be an array");
+  const json& devices = f.at("devices");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    s->devices.push_back(parse_device(devices[i], static_cast<unsigned int>(i), latency_us, *s));
+  }
+  f.finish();
+  for (device& d : s->devices)
+    s->slots.push_back({&d, nullptr});
+  for (const mig_device& m : s->migs)
+    s->slots.push_back({&s->devices[m.parent], &m});
+  return s;
+}
+
+}  // namespace fake_nvml

@@ -1,0 +1,525 @@
+"""Tests of the fake libnvidia-ml.so.1 against its README and scenario.py (run by CTest)."""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+import zlib
+
+import pytest
+
+import scenario as sc
+from fake_nvml_ctypes import (ARGUMENT_VERSION_MISMATCH, DRIVER_NOT_LOADED, FUNCTION_NOT_FOUND,
+                              GPU_IS_LOST, INSUFFICIENT_SIZE, INVALID_ARGUMENT, MEMORY_V2_VERSION,
+                              NO_PERMISSION, NOT_FOUND, NOT_SUPPORTED, POWER_VALUE_V2_VERSION,
+                              SUCCESS, TIMEOUT, UNINITIALIZED, VARIANT_CUTOFF, Clock, MemoryV2,
+                              Memory, PciInfo, PowerValueV2, ProcessDetail, ProcessV1, ProcessV2,
+                              def_symbols, library_path, load, session)
+
+VARIANTS = ["full", "r470", "r390"]
+c_uint, c_ull, byref = ctypes.c_uint, ctypes.c_ulonglong, ctypes.byref
+
+
+@pytest.fixture
+def clock(tmp_path):
+    c = Clock(tmp_path / "clock")
+    yield c
+    c.close()
+
+
+def at(clock: Clock, t: float) -> float:
+    """Moves the scenario clock to t; returns the time exactly as the library will see it."""
+    return sc.time_s(clock.set(t))
+
+
+def sample_times(end: float, n: int, seed: int) -> list[float]:
+    rng = random.Random(seed)
+    grid = [i * 0.01 for i in range(int(end * 100) + 1)]  # update instants and breakpoints
+    return sorted(set(grid + [rng.uniform(-0.5, end) for _ in range(n)]))
+
+
+# -- variants ----------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_variant_exports_exactly_its_levels(variant):
+    assert library_path(variant).is_file()
+    lib = load(variant)
+    for level, name in def_symbols():
+        assert hasattr(lib, name) == (level <= VARIANT_CUTOFF[variant]), name
+    if shutil.which("nm") is None:
+        pytest.skip("nm not installed")
+    out = subprocess.run(["nm", "-D", "--defined-only", str(library_path(variant))],
+                         capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if line.strip()}
+    expected = {n for lv, n in def_symbols() if lv <= VARIANT_CUTOFF[variant]}
+    assert exported == expected
+
+
+def test_old_variants_lack_new_calls_and_report_old_versions():
+    r390, r470 = load("r390"), load("r470")
+    for name in ["nvmlInitWithFlags", "nvmlDeviceGetTotalEnergyConsumption",
+                 "nvmlDeviceGetFieldValues", "nvmlDeviceGetArchitecture"]:
+        assert not hasattr(r390, name)
+    for name in ["nvmlDeviceGetComputeRunningProcesses_v3", "nvmlDeviceGetMemoryInfo_v2",
+                 "nvmlGpmSampleGet", "nvmlDeviceGetCurrentClocksEventReasons"]:
+        assert not hasattr(r470, name)
+    with session({"devices": [{}]}, "r390") as s:
+        assert s.string("nvmlSystemGetDriverVersion", None, 80) == (SUCCESS, "390.157")
+    with session({"devices": [{}]}, "r470") as s:
+        assert s.string("nvmlSystemGetDriverVersion", None, 80) == (SUCCESS, "470.256.02")
+
+
+# -- the energy model against scenario.py -------------------------------------------------------
+
+POWER_FUNCTIONS = {
+    "constant": {"type": "constant", "watts": 437.5},
+    "steps": {"type": "steps", "points": [[0.3, 120], [1.0, 650], [1.0, 500], [2.25, 90.5]]},
+    "segments": {"type": "segments", "start_s": 0.2, "dt_s": 0.05,
+                 "watts": [100 + (37 * i) % 600 for i in range(40)]},
+    "linear": {"type": "linear", "points": [[0.1, 80], [0.9, 700], [1.7, 150.25], [2.5, 610]]},
+    "square": {"type": "square", "low_w": 90, "high_w": 680, "period_s": 0.37, "duty": 0.3,
+               "phase_s": 0.11},
+}
+COUNTERS = {
+    "continuous": {"update_ms": 0},
+    "20ms": {"update_ms": 20, "phase_ms": 7},
+    "100ms": {"update_ms": 100, "phase_ms": 35, "initial_mj": 123456789},
+}
+
+
+@pytest.mark.parametrize("counter", COUNTERS)
+@pytest.mark.parametrize("power", POWER_FUNCTIONS)
+def test_counter_and_readings_match_scenario_py(clock, power, counter):
+    spec = {"devices": [{
+        "power": POWER_FUNCTIONS[power],
+        "energy_counter": COUNTERS[counter],
+        "power_usage": {"window_ms": 1000, "update_ms": 100},
+        "power_instant": {"window_ms": 25, "update_ms": 100},
+        "power_average": {"window_ms": 333, "update_ms": 0},
+    }]}
+    truth = sc.load(spec).devices[0]
+    with session(spec, clock=clock) as s:
+        h = s.h()
+        for t_req in sample_times(3.0, 150, zlib.crc32(f"{power}/{counter}".encode())):
+            t = at(clock, t_req)
+            assert s.energy(h) == (SUCCESS, truth.counter_mj(t)), t
+            assert s.uint("nvmlDeviceGetPowerUsage", h) == (SUCCESS, truth.power_usage_mw(t)), t
+            f83, f191, f185, f186 = s.fields(h, [83, 191, 185, 186])
+            assert f83.value.ullVal == f191.value.ullVal == truth.counter_mj(t)
+            assert f185.value.uiVal == truth.power_average_mw(t)
+            assert f186.value.uiVal == truth.power_instant_mw(t)
+            assert [f.nvmlReturn for f in (f83, f191, f185, f186)] == [SUCCESS] * 4
+
+
+def test_energy_is_the_exact_integral():
+    # Closed forms checked by hand, independent of the implementation.
+    d = sc.load({"devices": [{"power": POWER_FUNCTIONS["linear"]}]}).devices[0]
+    assert d.energy_j(0.1) == pytest.approx(0.1 * 80)
+    assert d.energy_j(0.9) == pytest.approx(0.1 * 80 + 0.8 * (80 + 700) / 2)
+    sq = sc.load({"devices": [{"power": {"type": "square", "low_w": 100, "high_w": 300,
+                                         "period_s": 1.0, "duty": 0.25}}]}).devices[0]
+    assert sq.energy_j(10.0) == pytest.approx(10 * (0.25 * 300 + 0.75 * 100))
+    assert sq.energy_j(0.1) == pytest.approx(30.0)
+    seg = sc.load({"devices": [{"power": {"type": "segments", "start_s": 1, "dt_s": 0.5,
+                                          "watts": [10, 20]}}]}).devices[0]
+    assert seg.energy_j(3.0) == pytest.approx(1 * 10 + 0.5 * 10 + 0.5 * 20 + 1 * 20)
+
+
+def test_default_readings_follow_the_architecture(clock):
+    spec = {"devices": [{"architecture": "hopper", "power": POWER_FUNCTIONS["steps"]},
+                        {"architecture": "volta", "power": POWER_FUNCTIONS["steps"]},
+                        {"architecture": "pascal"}]}
+    truth = sc.load(spec)
+    with session(spec, clock=clock) as s:
+        t = at(clock, 1.234)
+        hopper, volta, pascal = s.h(0), s.h(1), s.h(2)
+        # Hopper: 1 s average updated every 100 ms; Volta: instantaneous.
+        assert s.uint("nvmlDeviceGetPowerUsage", hopper)[1] == truth.devices[0].power_usage_mw(t)
+        assert truth.devices[0].power_usage.window_s == 1.0
+        assert s.uint("nvmlDeviceGetPowerUsage", volta)[1] == 500000
+        f185, f186 = s.fields(volta, [185, 186])
+        assert (f185.nvmlReturn, f186.nvmlReturn) == (NOT_SUPPORTED, SUCCESS)
+        assert s.energy(pascal)[0] == NOT_SUPPORTED  # energy counter: Volta and newer
+        assert s.energy(volta)[0] == SUCCESS
+
+
+def test_counter_follows_real_time():
+    spec = {"devices": [{"power": {"type": "constant", "watts": 250}}]}
+    truth = sc.load(spec).devices[0]
+    epoch = time.monotonic_ns() - 2_000_000_000
+    with session(spec, epoch_ns=epoch) as s:
+        h = s.h()
+        for _ in range(20):
+            t0 = sc.time_s(time.monotonic_ns() - epoch)
+            rc, value = s.energy(h)
+            t1 = sc.time_s(time.monotonic_ns() - epoch)
+            assert rc == SUCCESS and truth.counter_mj(t0) <= value <= truth.counter_mj(t1)
+            time.sleep(0.01)
+
+
+def test_counter_resets(clock):
+    spec = {"devices": [{"power": {"type": "constant", "watts": 300},
+                         "energy_counter": {"update_ms": 100, "initial_mj": 5000000},
+                         "faults": [{"at_s": 2.05, "kind": "counter_reset"},
+                                    {"at_s": 4.0, "kind": "counter_reset"}]}]}
+    truth = sc.load(spec).devices[0]
+    with session(spec, clock=clock) as s:
+        h = s.h()
+        assert s.energy(h)[1] == 5000000  # before the first update
+        t = at(clock, 2.0)
+        assert s.energy(h) == (SUCCESS, truth.counter_mj(t)) == (SUCCESS, 5000000 + 600000)
+        t = at(clock, 2.09)
+        assert s.energy(h) == (SUCCESS, truth.counter_mj(t))  # the reset is not seen yet
+        t = at(clock, 2.15)
+        assert s.energy(h) == (SUCCESS, truth.counter_mj(t)) == (SUCCESS, 15000)  # 50 ms after
+        for t in sample_times(5.0, 50, 7):
+            t = at(clock, t)
+            assert s.energy(h) == (SUCCESS, truth.counter_mj(t))
+
+
+# -- faults ------------------------------------------------------------------------------------
+
+def test_faults(clock):
+    spec = {"devices": [{"faults": [
+        {"at_s": 1.0, "until_s": 2.0, "kind": "not_supported", "what": "energy"},
+        {"at_s": 3.0, "until_s": 4.0, "kind": "error", "what": "power", "code": "TIMEOUT"},
+        {"at_s": 6.0, "kind": "lost"}]}]}
+    with session(spec, clock=clock) as s:
+        h = s.h()
+        at(clock, 1.5)
+        assert s.energy(h)[0] == NOT_SUPPORTED
+        assert s.uint("nvmlDeviceGetPowerUsage", h)[0] == SUCCESS
+        assert [f.nvmlReturn for f in s.fields(h, [83, 186])] == [NOT_SUPPORTED, SUCCESS]
+        at(clock, 2.0)
+        assert s.energy(h)[0] == SUCCESS
+        at(clock, 3.5)
+        assert s.uint("nvmlDeviceGetPowerUsage", h)[0] == TIMEOUT
+        assert [f.nvmlReturn for f in s.fields(h, [83, 185, 186])] == [SUCCESS, TIMEOUT, TIMEOUT]
+        at(clock, 6.0)
+        assert s.energy(h)[0] == GPU_IS_LOST
+        assert s.string("nvmlDeviceGetName", h)[0] == GPU_IS_LOST
+        assert s.call("nvmlDeviceGetHandleByIndex_v2", 0, byref(ctypes.c_void_p())) == GPU_IS_LOST
+        at(clock, 100.0)
+        assert s.uint("nvmlDeviceGetPowerUsage", h)[0] == GPU_IS_LOST
+
+
+def test_latency_sleeps_without_burning_cpu(clock):
+    spec = {"latency_us": 20000, "devices": [
+        {"faults": [{"at_s": 1.0, "until_s": 2.0, "kind": "latency", "latency_us": 100000}]},
+        {"latency_us": 0}]}
+    with session(spec, clock=clock) as s:
+        slow, fast = s.h(0), s.h(1)
+        wall, cpu = time.monotonic(), time.process_time()
+        for _ in range(10):
+            assert s.energy(slow)[0] == SUCCESS
+        wall, cpu = time.monotonic() - wall, time.process_time() - cpu
+        assert wall >= 0.2 and cpu < 0.1, (wall, cpu)
+        start = time.monotonic()
+        for _ in range(10):
+            s.energy(fast)
+        assert time.monotonic() - start < 0.1  # the slow device took 0.2 s for as many
+        at(clock, 1.5)
+        start = time.monotonic()
+        s.energy(slow)
+        assert time.monotonic() - start >= 0.1
+
+
+# -- library behaviour --------------------------------------------------------------------------
+
+def test_permission_skip_keeps_the_count():
+    spec = {"devices": [{}, {"permission": "no_permission"}, {}]}
+    with session(spec) as s:
+        n = c_uint()
+        assert s.call("nvmlDeviceGetCount_v2", byref(n)) == SUCCESS and n.value == 3
+        assert s.call("nvmlDeviceGetHandleByIndex_v2", 1, byref(ctypes.c_void_p())) == NO_PERMISSION
+        assert s.string("nvmlDeviceGetUUID", s.h(2))[1].endswith("000000000002")
+        uuid1 = sc.load(spec).devices[1].uuid.encode()
+        assert s.call("nvmlDeviceGetHandleByUUID", uuid1, byref(ctypes.c_void_p())) == NO_PERMISSION
+
+
+def test_init_is_reference_counted():
+    lib = load("full")
+    n = c_uint()
+    os.environ.pop("FAKE_NVML_CLOCK_FILE", None)
+    assert lib.nvmlDeviceGetCount_v2(byref(n)) == UNINITIALIZED
+    os.environ["FAKE_NVML_SCENARIO"] = json.dumps({"devices": [{}, {}]})
+    assert lib.nvmlInit_v2() == SUCCESS and lib.nvmlInitWithFlags(0) == SUCCESS
+    h = ctypes.c_void_p()
+    assert lib.nvmlDeviceGetHandleByIndex_v2(0, byref(h)) == SUCCESS
+    assert lib.nvmlShutdown() == SUCCESS
+    assert lib.nvmlDeviceGetCount_v2(byref(n)) == SUCCESS and n.value == 2
+    assert lib.nvmlShutdown() == SUCCESS
+    assert lib.nvmlDeviceGetCount_v2(byref(n)) == UNINITIALIZED
+    assert lib.nvmlDeviceGetPowerUsage(h, byref(n)) == UNINITIALIZED
+    assert lib.nvmlSystemGetDriverVersion(ctypes.create_string_buffer(80), 80) == UNINITIALIZED
+    # nvml.h: no error when nvmlShutdown is called more often than nvmlInit.
+    assert lib.nvmlShutdown() == SUCCESS
+    assert lib.nvmlErrorString(GPU_IS_LOST) == b"GPU is lost"
+
+
+def test_init_errors(tmp_path):
+    lib = load("full")
+    os.environ["FAKE_NVML_SCENARIO"] = json.dumps({"init_error": "NO_PERMISSION", "devices": []})
+    assert lib.nvmlInit_v2() == NO_PERMISSION
+    n = c_uint()
+    assert lib.nvmlDeviceGetCount_v2(byref(n)) == UNINITIALIZED
+    script = textwrap.dedent(f"""
+        import ctypes
+        lib = ctypes.CDLL({str(library_path())!r})
+        print(lib.nvmlInit_v2(), lib.nvmlInit(), flush=True)
+    """)
+    for value, why in [(None, "FAKE_NVML_SCENARIO is not set"),
+                       (str(tmp_path / "missing.json"), "cannot read the scenario file"),
+                       ('{"devices": [{"powr": {}}]}', "devices[0].powr is not a known key"),
+                       ('{"devices": [{"power": {"type": "ramp"}}]}', "must be constant")]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("FAKE_NVML")}
+        if value is not None:
+            env["FAKE_NVML_SCENARIO"] = value
+        r = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True)
+        assert r.stdout.split() == [str(DRIVER_NOT_LOADED)] * 2
+        assert why in r.stderr and r.stderr.count("fake_nvml:") == 1, r.stderr
+
+
+def test_string_sizes_and_identity():
+    spec = {"devices": [{"name": "NVIDIA A100-SXM4-40GB", "architecture": "ampere",
+                         "pci_bus_id": "00000000:3B:00.0"}]}
+    with session(spec) as s:
+        h = s.h()
+        name = "NVIDIA A100-SXM4-40GB"
+        assert s.string("nvmlDeviceGetName", h, len(name)) == (INSUFFICIENT_SIZE, "")
+        assert s.string("nvmlDeviceGetName", h, len(name) + 1) == (SUCCESS, name)
+        assert s.string("nvmlSystemGetDriverVersion", None, 5)[0] == INSUFFICIENT_SIZE
+        pci = PciInfo()
+        assert s.call("nvmlDeviceGetPciInfo_v3", h, byref(pci)) == SUCCESS
+        assert (pci.busId, pci.busIdLegacy, pci.bus) == (b"00000000:3B:00.0", b"0000:3B:00.0", 0x3B)
+        other = ctypes.c_void_p()
+        assert s.call("nvmlDeviceGetHandleByPciBusId_v2", b"0000:3b:00.0", byref(other)) == SUCCESS
+        assert other.value == h.value
+        arch, major, minor = c_uint(), ctypes.c_int(), ctypes.c_int()
+        assert s.call("nvmlDeviceGetArchitecture", h, byref(arch)) == SUCCESS and arch.value == 7
+        assert s.call("nvmlDeviceGetCudaComputeCapability", h, byref(major), byref(minor)) == 0
+        assert (major.value, minor.value) == (8, 0)
+        garbage = ctypes.c_void_p(h.value + 1)
+        assert s.uint("nvmlDeviceGetPowerUsage", garbage)[0] == INVALID_ARGUMENT
+
+
+def test_memory_v2_version_trap():
+    with session({"devices": [{"health": {"memory_used_bytes": 1 << 30}}]}) as s:
+        h = s.h()
+        m = MemoryV2(version=2)  # the bare number, as nvtop sets it
+        assert s.call("nvmlDeviceGetMemoryInfo_v2", h, byref(m)) == FUNCTION_NOT_FOUND
+        m.version = MEMORY_V2_VERSION
+        assert s.call("nvmlDeviceGetMemoryInfo_v2", h, byref(m)) == SUCCESS
+        assert m.used == 1 << 30 and m.used + m.reserved + m.free == m.total
+        v1 = Memory()
+        assert s.call("nvmlDeviceGetMemoryInfo", h, byref(v1)) == SUCCESS
+        assert v1.used == m.used + m.reserved  # v1 counts reserved memory as used
+
+
+def test_field_values_per_field_status():
+    spec = {"devices": [{"architecture": "volta"}, {"architecture": "hopper"}]}
+    with session(spec) as s:
+        before = time.time() * 1e6
+        volta = s.fields(s.h(0), [83, 185, 186, 187, 190, 191, 9999])
+        assert [f.nvmlReturn for f in volta] == [SUCCESS, NOT_SUPPORTED, SUCCESS, SUCCESS,
+                                                 SUCCESS, SUCCESS, NOT_SUPPORTED]
+        assert abs(volta[0].timestamp - before) < 5e6  # µs since 1970
+        assert volta[3].value.uiVal == 200000 and volta[4].value.uiVal == 700000
+        memory_scope = s.fields(s.h(1), [185, 186], scope=2)
+        assert [f.nvmlReturn for f in memory_scope] == [NOT_SUPPORTED] * 2
+    with session({"devices": [{}]}, "r470") as s:
+        f = s.fields(s.h(), [83] + list(range(185, 193)))
+        assert f[0].nvmlReturn == SUCCESS
+        assert [v.nvmlReturn for v in f[1:]] == [NOT_SUPPORTED] * 8
+
+
+def test_set_limit_and_clamp_keep_the_counter_exact(clock):
+    spec = {"_test": "clamp", "devices": [{
+        "power": {"type": "linear", "points": [[0, 100], [4, 900], [8, 150]],
+                  "clamp_to_limit": True},
+        "limits": {"default_w": 700, "min_w": 200, "max_w": 700, "current_w": 650},
+        "energy_counter": {"update_ms": 20}, "power_usage": {"window_ms": 1000, "update_ms": 100}}]}
+    truth = sc.load(spec).devices[0]
+    with session(spec, clock=clock) as s:
+        h = s.h()
+        assert s.call("nvmlDeviceSetPowerManagementLimit", h, c_uint(100000)) == INVALID_ARGUMENT
+        assert s.uint("nvmlDeviceGetPowerManagementLimit", h) == (SUCCESS, 650000)
+        for t_set, mw in [(2.5, 400000), (3.3, 400000), (5.125, 700000), (6.0, 250500)]:
+            for t in sample_times(t_set, 40, int(t_set * 1000)):
+                if t >= truth.epochs[-1].start_s:
+                    t = at(clock, t)
+                    assert s.energy(h) == (SUCCESS, truth.counter_mj(t)), t
+            t = at(clock, t_set)
+            assert s.call("nvmlDeviceSetPowerManagementLimit", h, c_uint(mw)) == SUCCESS
+            truth.set_power_limit(t, mw)
+            assert s.uint("nvmlDeviceGetEnforcedPowerLimit", h) == (SUCCESS, mw)
+        for t in sample_times(9.0, 200, 11):
+            t = at(clock, t)
+            assert s.energy(h) == (SUCCESS, truth.counter_mj(t)), t
+            assert s.uint("nvmlDeviceGetPowerUsage", h) == (SUCCESS, truth.power_usage_mw(t))
+        assert truth.watts(7.0) == pytest.approx(250.5)
+        reasons = c_ull()
+        at(clock, 7.0)
+        assert s.call("nvmlDeviceGetCurrentClocksEventReasons", h, byref(reasons)) == SUCCESS
+        assert reasons.value & 0x4  # SW power cap
+        pv = PowerValueV2(version=2, powerScope=0, powerValueMw=300000)
+        assert s.call("nvmlDeviceSetPowerManagementLimit_v2", h, byref(pv)) == \
+            ARGUMENT_VERSION_MISMATCH
+        pv.version = POWER_VALUE_V2_VERSION
+        assert s.call("nvmlDeviceSetPowerManagementLimit_v2", h, byref(pv)) == SUCCESS
+    with session({"devices": [{"limits": {"settable": False}}]}) as s:
+        assert s.call("nvmlDeviceSetPowerManagementLimit", s.h(), c_uint(300000)) == NO_PERMISSION
+
+
+def test_mig_handles():
+    spec = {"devices": [{"mig": {"enabled": True, "devices": [
+        {"gpu_instance_id": 3, "compute_instance_id": 0,
+         "processes": [{"pid": 4242, "used_memory_bytes": 1 << 30}]},
+        {"uuid": "MIG-aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"}]}}]}
+    with session(spec) as s:
+        gpu = s.h()
+        assert s.uint("nvmlDeviceGetMaxMigDeviceCount", gpu) == (SUCCESS, 7)
+        current, pending = c_uint(), c_uint()
+        assert s.call("nvmlDeviceGetMigMode", gpu, byref(current), byref(pending)) == SUCCESS
+        assert current.value == pending.value == 1
+        migs = []
+        for i in range(3):
+            m = ctypes.c_void_p()
+            rc = s.call("nvmlDeviceGetMigDeviceHandleByIndex", gpu, i, byref(m))
+            assert rc == (SUCCESS if i < 2 else NOT_FOUND)
+            migs.append(m)
+        parent = ctypes.c_void_p()
+        assert s.call("nvmlDeviceGetDeviceHandleFromMigDeviceHandle", migs[0], byref(parent)) == 0
+        assert parent.value == gpu.value
+        assert s.uint("nvmlDeviceIsMigDeviceHandle", migs[1]) == (SUCCESS, 1)
+        assert s.uint("nvmlDeviceIsMigDeviceHandle", gpu) == (SUCCESS, 0)
+        assert s.uint("nvmlDeviceGetGpuInstanceId", migs[0]) == (SUCCESS, 3)
+        assert s.uint("nvmlDeviceGetComputeInstanceId", migs[0]) == (SUCCESS, 0)
+        assert s.string("nvmlDeviceGetName", migs[0])[1] == "NVIDIA H100 80GB HBM3 MIG 1g.10gb"
+        by_uuid = ctypes.c_void_p()
+        uuid = b"MIG-aaaaaaaa-bbbb-4ccc-8ddd-eeeeeeeeeeee"
+        assert s.call("nvmlDeviceGetHandleByUUID", uuid, byref(by_uuid)) == SUCCESS
+        assert by_uuid.value == migs[1].value
+        assert s.energy(migs[0])[0] == NOT_SUPPORTED  # power is a whole-GPU quantity
+        assert s.energy(gpu)[0] == SUCCESS
+        util = (c_uint * 2)()
+        assert s.call("nvmlDeviceGetUtilizationRates", gpu, util) == NOT_SUPPORTED
+        count, infos = c_uint(4), (ProcessV2 * 4)()
+        assert s.call("nvmlDeviceGetComputeRunningProcesses_v3", migs[0], byref(count), infos) == 0
+        assert (count.value, infos[0].pid, infos[0].gpuInstanceId) == (1, 4242, 3)
+
+
+def test_processes_sizing_and_stride():
+    procs = [{"pid": 100 + i, "used_memory_bytes": (i + 1) << 20} for i in range(3)]
+    for stride, info in [(24, ProcessV2), (32, ProcessDetail)]:
+        with session({"process_struct_bytes": stride, "devices": [{"processes": procs}]}) as s:
+            h, count = s.h(), c_uint(0)
+            assert s.call("nvmlDeviceGetComputeRunningProcesses_v3", h, byref(count), None) == \
+                INSUFFICIENT_SIZE
+            assert count.value == 3
+            infos = (info * 3)()
+            assert s.call("nvmlDeviceGetComputeRunningProcesses_v3", h, byref(count), infos) == 0
+            assert [(p.pid, p.usedGpuMemory, p.gpuInstanceId) for p in infos] == \
+                [(100 + i, (i + 1) << 20, 0xFFFFFFFF) for i in range(3)]
+            v1 = (ProcessV1 * 3)()
+            assert s.call("nvmlDeviceGetComputeRunningProcesses", h, byref(count), v1) == 0
+            assert [p.pid for p in v1] == [100, 101, 102]
+            count = c_uint(0)
+            assert s.call("nvmlDeviceGetGraphicsRunningProcesses_v3", h, byref(count), None) == 0
+            assert count.value == 0
+
+
+def test_health_defaults_and_gpm():
+    with session({"devices": [{"health": {"temperature_c": 61, "sm_util_percent": 42.5}}]}) as s:
+        h = s.h()
+        assert s.uint("nvmlDeviceGetTemperature", h, 0) == (SUCCESS, 61)
+        assert s.uint("nvmlDeviceGetClockInfo", h, 1) == (SUCCESS, 1980)
+        assert s.uint("nvmlDeviceGetFanSpeed", h)[0] == NOT_SUPPORTED  # SXM: no fan
+        assert s.uint("nvmlDeviceGetCurrPcieLinkGeneration", h) == (SUCCESS, 5)
+        assert s.uint("nvmlDeviceGetPerformanceState", h) == (SUCCESS, 0)
+        support = (c_uint * 2)(1, 0)
+        assert s.call("nvmlGpmQueryDeviceSupport", h, support) == SUCCESS and support[1] == 1
+        samples = [ctypes.c_void_p(), ctypes.c_void_p()]
+        for sample in samples:
+            assert s.call("nvmlGpmSampleAlloc", byref(sample)) == SUCCESS
+            assert s.call("nvmlGpmSampleGet", h, sample) == SUCCESS
+
+        class Metric(ctypes.Structure):
+            _fields_ = [("metricId", c_uint), ("nvmlReturn", ctypes.c_int),
+                        ("value", ctypes.c_double), ("names", ctypes.c_void_p * 3)]
+
+        class Metrics(ctypes.Structure):
+            _fields_ = [("version", c_uint), ("numMetrics", c_uint), ("sample1", ctypes.c_void_p),
+                        ("sample2", ctypes.c_void_p), ("metrics", Metric * 98)]
+
+        m = Metrics(version=1, numMetrics=2, sample1=samples[0], sample2=samples[1])
+        m.metrics[0].metricId, m.metrics[1].metricId = 2, 97
+        assert s.call("nvmlGpmMetricsGet", byref(m)) == SUCCESS
+        assert (m.metrics[0].nvmlReturn, m.metrics[0].value) == (SUCCESS, 42.5)
+        assert m.metrics[1].nvmlReturn == NOT_SUPPORTED
+        for sample in samples:
+            assert s.call("nvmlGpmSampleFree", sample) == SUCCESS
+
+
+def test_call_log_counts_calls_and_device_threads(tmp_path):
+    log = tmp_path / "calls.jsonl"
+    script = textwrap.dedent(f"""
+        import ctypes, sys, threading
+        lib = ctypes.CDLL({str(library_path())!r})
+        assert lib.nvmlInit_v2() == 0
+        h = ctypes.c_void_p()
+        lib.nvmlDeviceGetHandleByIndex_v2(0, ctypes.byref(h))
+        def sample():
+            e = ctypes.c_ulonglong()  # one buffer per thread: a shared one is a data race
+            for _ in range(5):
+                lib.nvmlDeviceGetTotalEnergyConsumption(h, ctypes.byref(e))
+        threads = [threading.Thread(target=sample) for _ in range(int(sys.argv[1]))]
+        for t in threads: t.start()
+        for t in threads: t.join()
+        lib.nvmlShutdown()
+    """)
+    env = dict(os.environ, FAKE_NVML_SCENARIO='{"devices": [{}]}', FAKE_NVML_CALL_LOG=str(log))
+    env.pop("FAKE_NVML_CLOCK_FILE", None)
+    for threads in (1, 3):
+        subprocess.run([sys.executable, "-c", script, str(threads)], env=env, check=True)
+    lines = [json.loads(line) for line in log.read_text().splitlines()]
+    assert len(lines) == 2 and lines[0]["pid"] != lines[1]["pid"]
+    assert lines[0]["calls"] == {"nvmlInit_v2": 1, "nvmlDeviceGetHandleByIndex_v2": 1,
+                                 "nvmlDeviceGetTotalEnergyConsumption": 5, "nvmlShutdown": 1}
+    assert lines[0]["device_call_threads"] == 1
+    assert lines[1]["calls"]["nvmlDeviceGetTotalEnergyConsumption"] == 15
+    assert lines[1]["device_call_threads"] == 3
+
+
+def test_readers_and_a_limit_setter_run_concurrently(clock):
+    # ctypes drops the GIL during calls, so these really overlap (TSan checks the epoch list).
+    import threading
+    spec = {"_test": "concurrent", "devices": [{
+        "power": {"type": "linear", "points": [[0, 100], [50, 700]], "clamp_to_limit": True}}]}
+    with session(spec, clock=clock) as s:
+        h = s.h()
+        at(clock, 1.0)
+        errors = []
+
+        def read():
+            e, p = c_ull(), c_uint()
+            for _ in range(2000):
+                if (s.lib.nvmlDeviceGetTotalEnergyConsumption(h, byref(e)) != SUCCESS or
+                        s.lib.nvmlDeviceGetPowerUsage(h, byref(p)) != SUCCESS):
+                    errors.append("read failed")
+
+        readers = [threading.Thread(target=read) for _ in range(3)]
+        for r in readers:
+            r.start()
+        for i in range(200):
+            assert s.call("nvmlDeviceSetPowerManagementLimit", h, c_uint(200000 + 1000 * i)) == 0
+        for r in readers:
+            r.join()
+        assert not errors
