@@ -212,29 +212,33 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
 measurement::measurement(const measure_settings& settings, std::string subcommand)
     : settings_(settings) {
   child_process::resolve_command(settings.command.at(0));
-  backend_ = open_backend(settings.backend);
-  for (const auto& n : backend_->notices()) note(n);
+  sampler_options options;
+  options.interval = settings.interval;
+  // The sampler's thread opens the backend: only that thread ever calls the driver.
+  sampler_ = std::make_unique<joules::sampler>(settings.backend, options);
+  const backend& hw = sampler_->hardware();
+  for (const auto& n : hw.notices()) note(n);
 
   scope_request request;
   request.gpus = settings.gpus;
   request.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
   request.nvidia_visible_devices = env("NVIDIA_VISIBLE_DEVICES");
-  scope_result scope = select_devices(
-      backend_->devices(), request, [this](std::string_view mig) { return backend_->parent_of_mig(mig); });
+  scope_result scope = select_devices(hw.devices(), request, [this](std::string_view mig) {
+    return sampler_->on_thread([&](backend& b) { return b.parent_of_mig(mig); });
+  });
   for (const auto& n : scope.notes) note(n);
 
-  std::vector<std::size_t> measured;
   for (std::size_t i : scope.devices) {
-    const device_info& d = backend_->devices()[i];
+    const device_info& d = hw.devices()[i];
     if (d.method() == energy_method::none) {
       note(fmt::format("GPU {} ({}) has neither an energy counter nor a power reading; it is not "
                        "measured (to estimate it, use --backend sim with its model)",
                        d.index, d.name));
       continue;
     }
-    measured.push_back(i);
+    measured_.push_back(i);
   }
-  if (measured.empty()) {
+  if (measured_.empty()) {
     throw fatal_error(
         "none of the chosen GPUs can be measured (no energy counter, no power reading); to "
         "estimate them, use --backend sim with their model");
@@ -245,10 +249,10 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.hostname = host_name();
   ctx_.labels = settings.labels;
   ctx_.command = settings.command;
-  ctx_.backend = backend_->meta();
-  for (std::size_t i : measured) ctx_.devices.push_back(backend_->devices()[i]);
+  ctx_.backend = hw.meta();
+  for (std::size_t i : measured_) ctx_.devices.push_back(hw.devices()[i]);
   ctx_.scope = std::move(scope);
-  ctx_.notices = backend_->notices();
+  ctx_.notices = hw.notices();
   ctx_.interval_ms = static_cast<double>(settings.interval.count());
 
   // Last, because it truncates: every other input error has been reported by now.
@@ -258,14 +262,11 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   } else if (settings.json) {
     sink_.emplace(jsonl_sink::adopt_fd(STDERR_FILENO, "stderr"));
   }
-  sampler_options options;
-  options.interval = settings.interval;
-  sampler_ = std::make_unique<joules::sampler>(*backend_, measured, options);
 }
 
 measurement::~measurement() = default;
 
-void measurement::start() { sampler_->start(); }
+void measurement::start() { sampler_->start(measured_); }
 
 void measurement::child_started(mono_time t) {
   ctx_.start_mono = t;

@@ -78,8 +78,8 @@ class measurement {
 
  private:
   measure_settings settings_;
-  std::unique_ptr<backend> backend_;
   std::unique_ptr<joules::sampler> sampler_;
+  std::vector<std::size_t> measured_;  // indices into the backend's devices
   std::optional<jsonl_sink> sink_;
   run_context ctx_;
   std::optional<window_result> run_;  // the whole run, the sum of its windows

@@ -33,7 +33,7 @@ struct energy_anchor {
 
 class counter_track {
  public:
-  static constexpr double kNarrowBracketS = 0.006;
+  static constexpr double kNarrowBracketS = 0.004;
 
   enum class model_kind { unknown, continuous, periodic };
 
@@ -68,6 +68,7 @@ class counter_track {
   int resets() const { return resets_; }
   double reset_estimated_j() const { return reset_estimated_j_; }  // energy estimated across resets
   std::size_t anchor_count() const { return anchors_.size(); }
+  const std::deque<energy_anchor>& anchors() const { return anchors_; }
 
  private:
   struct pending_value {

@@ -7,6 +7,7 @@ namespace joules {
 device_timeline::device_timeline(const device_info& info)
     : initial_method_(info.method()),
       use_counter_(info.has_energy_counter),
+      power_instant_(info.power != power_source::none && !info.power_window),
       power_(info.power_window ? info.power_window->count() : 0.0) {}
 
 void device_timeline::add(double t, const device_reading& r) {
@@ -26,6 +27,7 @@ void device_timeline::add(double t, const device_reading& r) {
   if (use_counter_ && !counter_stopped_at_) {
     if (r.energy_mj) {
       counter_.add(t, *r.energy_mj, p);
+      if (power_instant_) calibrate();
     } else if (r.counter_unsupported) {
       // The counter stopped answering: from its last reading on, integrate power instead.
       counter_stopped_at_ = counter_.has_reads() ? counter_.last_read_t() : t;
@@ -66,14 +68,55 @@ std::optional<double> device_timeline::shaped_by_power(double t) const {
   const auto b = counter_.bracket(t);
   if (!b) return std::nullopt;
   const auto& [a, z] = *b;
-  if (!power_.covers(z.t) || power_.empty()) return std::nullopt;
+  if (power_.empty() || !power_.covers(z.t)) return std::nullopt;
   const auto pa = power_.energy_at(a.t, false);
   const auto pt = power_.energy_at(t, false);
   const auto pz = power_.energy_at(z.t, false);
   if (!pa || !pt || !pz) return std::nullopt;
   const double span = *pz - *pa;
   if (!(span > 1e-9)) return std::nullopt;
-  return a.energy_j + (z.energy_j - a.energy_j) * (*pt - *pa) / span;
+  double e = a.energy_j + (z.energy_j - a.energy_j) * (*pt - *pa) / span;
+  // When one side of t was read densely (the reads right after a boundary) and the other was
+  // not, the dense side's power integral, scaled to agree with the counter over the run, places
+  // the energy better than the proportion above, which the sparse side's error would skew.
+  if (power_instant_) {
+    const bool dense_before = power_.max_gap(a.t, t) <= kDenseGapS;
+    const bool dense_after = power_.max_gap(t, z.t) <= kDenseGapS;
+    const double k = calibration();
+    if (dense_after && !dense_before) {
+      e = z.energy_j - k * (*pz - *pt);
+    } else if (dense_before && !dense_after) {
+      e = a.energy_j + k * (*pt - *pa);
+    }
+  }
+  return std::clamp(e, a.energy_j, z.energy_j);
+}
+
+void device_timeline::calibrate() {
+  // Counter energy over power integral, over spans read densely on both sides (the bursts):
+  // NVML's counter and its power readings can disagree by a few percent, and the counter is
+  // the reference.  Sparse spans are left out: their power integral misses what happened
+  // between readings, which would bias the ratio more than it corrects.
+  const auto& anchors = counter_.anchors();
+  for (std::size_t i = 1; i < anchors.size(); ++i) {
+    const energy_anchor& a = anchors[i - 1];
+    const energy_anchor& z = anchors[i];
+    if (z.t <= calibrated_until_) continue;
+    const bool placed = (a.pinned && z.pinned) || counter_.model() == counter_track::model_kind::continuous;
+    if (!placed || power_.max_gap(a.t, z.t) > kDenseGapS) continue;
+    const auto pa = power_.energy_at(a.t, false);
+    const auto pz = power_.energy_at(z.t, false);
+    if (!pa || !pz) continue;
+    cal_counter_j_ += z.energy_j - a.energy_j;
+    cal_power_j_ += *pz - *pa;
+    calibrated_until_ = z.t;
+  }
+}
+
+double device_timeline::calibration() const {
+  if (!(cal_power_j_ > kCalibrationMinJ)) return 1.0;
+  const double k = cal_counter_j_ / cal_power_j_;
+  return k > 0.5 && k < 2.0 ? k : 1.0;
 }
 
 energy_method device_timeline::method_between(double t0, double t1) const {

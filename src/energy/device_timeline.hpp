@@ -45,10 +45,21 @@ class device_timeline {
   const counter_track& counter() const { return counter_; }
 
  private:
+  // Readings this close together count as dense (the sampler's bursts read every ~2 ms).
+  static constexpr double kDenseGapS = 0.006;
+  // Power integral (J) of dense spans needed before the counter/power ratio is trusted.
+  static constexpr double kCalibrationMinJ = 20.0;
+
   std::optional<double> shaped_by_power(double t) const;
+  void calibrate();
+  double calibration() const;
 
   energy_method initial_method_;
   bool use_counter_;
+  bool power_instant_;
+  double cal_counter_j_ = 0.0;
+  double cal_power_j_ = 0.0;
+  double calibrated_until_ = -1.0;
   counter_track counter_;
   power_track power_;
   std::optional<double> counter_stopped_at_;  // instant of the last counter reading

@@ -1,6 +1,7 @@
 #include "energy/power_track.hpp"
 
 #include <algorithm>
+#include <limits>
 
 namespace joules {
 
@@ -34,6 +35,17 @@ std::optional<double> power_track::energy_at(double t, bool extrapolate) const {
   const double d = t - a.t;
   const double span = b.t - a.t;
   return a.cum + a.p * d + (b.p - a.p) * d * d / (2.0 * span);
+}
+
+double power_track::max_gap(double t0, double t1) const {
+  constexpr double kNone = std::numeric_limits<double>::infinity();
+  if (samples_.empty() || samples_.front().t > t0 || samples_.back().t < t1) return kNone;
+  auto it = std::upper_bound(samples_.begin(), samples_.end(), t0,
+                             [](double x, const sample& s) { return x < s.t; });
+  if (it != samples_.begin()) --it;
+  double gap = 0.0;
+  for (; it + 1 != samples_.end() && it->t < t1; ++it) gap = std::max(gap, (it + 1)->t - it->t);
+  return gap;
 }
 
 void power_track::trim_before(double t) {

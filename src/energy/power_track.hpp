@@ -26,6 +26,10 @@ class power_track {
   bool covers(double t) const { return !samples_.empty() && samples_.back().t >= t; }
   void trim_before(double t);
 
+  // The longest time between two consecutive samples that bracket [t0, t1]; infinity when the
+  // samples do not reach both ends.
+  double max_gap(double t0, double t1) const;
+
   bool empty() const { return samples_.empty(); }
   std::optional<double> last_power_w() const {
     return samples_.empty() ? std::nullopt : std::optional<double>(samples_.back().p);

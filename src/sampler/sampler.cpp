@@ -22,12 +22,16 @@ bool counter_characterised(std::size_t reads, std::size_t changes) {
 
 }  // namespace
 
-sampler::sampler(backend& b, std::vector<std::size_t> devices, sampler_options options)
-    : backend_(b),
-      devices_(std::move(devices)),
-      options_(options),
-      accounting_(selected_infos(b, devices_)),
-      last_power_w_(devices_.size()) {}
+sampler::sampler(const backend_options& backend, sampler_options options) : options_(options) {
+  thread_ = std::jthread([this, backend](std::stop_token stop) { thread_main(std::move(stop), backend); });
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return opened_; });
+  if (open_error_) {
+    lock.unlock();
+    thread_.join();
+    std::rethrow_exception(open_error_);
+  }
+}
 
 sampler::~sampler() {
   if (thread_.joinable()) {
@@ -40,14 +44,66 @@ sampler::~sampler() {
   }
 }
 
-void sampler::start() {
-  thread_ = std::jthread([this](std::stop_token stop) { run(std::move(stop)); });
+void sampler::thread_main(std::stop_token stop, backend_options options) {
+  try {
+    backend_ = open_backend(options);
+  } catch (...) {
+    open_error_ = std::current_exception();
+  }
+  {
+    std::lock_guard lock(mu_);
+    opened_ = true;
+  }
+  cv_.notify_all();
+  if (open_error_) return;
+  // Serve jobs until sampling starts (or the sampler is dropped before it does).
+  while (true) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return task_ || start_requested_ || finishing_ || stop.stop_requested(); });
+    if (task_) {
+      auto task = std::move(task_);
+      task_ = nullptr;
+      lock.unlock();
+      task();
+      lock.lock();
+      task_done_ = true;
+      lock.unlock();
+      cv_.notify_all();
+      continue;
+    }
+    if (!start_requested_) {
+      lock.unlock();
+      backend_.reset();  // nvmlShutdown, on this thread
+      return;
+    }
+    break;
+  }
+  run(stop);
+  std::lock_guard lock(mu_);
+  // An abandoned thread is stuck in (or just back from) a driver call: leave the driver alone.
+  if (!abandoned_) backend_.reset();
+}
+
+void sampler::run_task(const std::function<void()>& task) {
   std::unique_lock lock(mu_);
+  task_ = task;
+  task_done_ = false;
+  cv_.notify_all();
+  cv_.wait(lock, [this] { return task_done_; });
+}
+
+void sampler::start(std::vector<std::size_t> devices) {
+  devices_ = std::move(devices);
+  accounting_.emplace(selected_infos(*backend_, devices_));
+  last_power_w_.assign(devices_.size(), std::nullopt);
+  std::unique_lock lock(mu_);
+  start_requested_ = true;
+  cv_.notify_all();
   cv_.wait(lock, [this] { return started_; });
 }
 
 void sampler::boundary(mono_time t) {
-  accounting_.push_boundary(monotonic_seconds(t));
+  accounting_->push_boundary(monotonic_seconds(t));
   // Ask for readings right after the boundary; one wake-up covers any number of boundaries
   // that arrive before the sampler gets to it.  Never blocks the caller.
   if (!edge_requested_.exchange(true)) cv_.notify_one();
@@ -75,7 +131,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   const mono_time begin = steady::now();
   for (std::size_t k = 0; k < devices_.size(); ++k) {
     const mono_time a = steady::now();
-    readings[k].second = backend_.read(devices_[k], read_what::all);
+    readings[k].second = backend_->read(devices_[k], read_what::all);
     const mono_time b = steady::now();
     readings[k].first = monotonic_seconds(a) + 0.5 * seconds_between(a, b);
     if (readings[k].second.power) tick.power_w[k] = readings[k].second.power->value;
@@ -89,14 +145,14 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
     std::lock_guard lock(mu_);
     if (abandoned_) return counters;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
-      device_timeline& tl = accounting_.timeline(k);
+      device_timeline& tl = accounting_->timeline(k);
       tl.add(readings[k].first, readings[k].second);
       last_power_w_[k] = tick.power_w[k];
       counters[k] = {tl.lost() ? 1U : 0U, tl.counter().last_energy_j()};
     }
-    accounting_.add_tick(std::move(tick));
-    accounting_.resolve(/*final=*/false);
-    done = accounting_.take_finished();
+    accounting_->add_tick(std::move(tick));
+    accounting_->resolve(/*final=*/false);
+    done = accounting_->take_finished();
     if (!on_window_) {
       unclaimed_.insert(unclaimed_.end(), done.begin(), done.end());
       done.clear();
@@ -116,8 +172,8 @@ void sampler::start_burst(std::stop_token& stop) {
   {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
-      const device_timeline& tl = accounting_.timeline(k);
-      counts[k] = backend_.devices()[devices_[k]].has_energy_counter && !tl.lost();
+      const device_timeline& tl = accounting_->timeline(k);
+      counts[k] = backend_->devices()[devices_[k]].has_energy_counter && !tl.lost();
       previous[k] = tl.counter().last_energy_j();
     }
   }
@@ -143,7 +199,7 @@ void sampler::start_burst(std::stop_token& stop) {
   edge_requested_.store(false);
   std::lock_guard lock(mu_);
   if (abandoned_) return;
-  for (std::size_t k = 0; k < devices_.size(); ++k) accounting_.timeline(k).end_burst();
+  for (std::size_t k = 0; k < devices_.size(); ++k) accounting_->timeline(k).end_burst();
 }
 
 void sampler::edge_burst(std::stop_token& stop, bool finishing) {
@@ -155,7 +211,7 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
   {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
-      const device_timeline& tl = accounting_.timeline(k);
+      const device_timeline& tl = accounting_->timeline(k);
       if (tl.lost() || tl.counter().model() != counter_track::model_kind::periodic) continue;
       stepped.push_back(k);
       start_value.push_back(tl.counter().last_energy_j());
@@ -190,7 +246,7 @@ void sampler::run(std::stop_token stop) {
   {
     // Hold every counter's first values until the start burst has learnt how it advances.
     std::lock_guard lock(mu_);
-    for (std::size_t k = 0; k < devices_.size(); ++k) accounting_.timeline(k).begin_burst();
+    for (std::size_t k = 0; k < devices_.size(); ++k) accounting_->timeline(k).begin_burst();
   }
   read_round();
   {
@@ -224,8 +280,8 @@ void sampler::run(std::stop_token stop) {
   {
     std::lock_guard lock(mu_);
     if (abandoned_) return;
-    accounting_.resolve(/*final=*/true);
-    done = accounting_.take_finished();
+    accounting_->resolve(/*final=*/true);
+    done = accounting_->take_finished();
     unclaimed_.insert(unclaimed_.end(), done.begin(), done.end());
     done_ = true;
   }
@@ -233,7 +289,7 @@ void sampler::run(std::stop_token stop) {
 }
 
 std::vector<window_result> sampler::finish(mono_time end) {
-  accounting_.push_boundary(monotonic_seconds(end));
+  accounting_->push_boundary(monotonic_seconds(end));
   std::unique_lock lock(mu_);
   finishing_ = true;
   cv_.notify_all();
@@ -242,8 +298,8 @@ std::vector<window_result> sampler::finish(mono_time end) {
     // Stuck in a backend call (a hung driver): compute what can be known without it.  The thread
     // is left behind; it checks abandoned_ before touching anything when it wakes up.
     abandoned_ = true;
-    accounting_.resolve(/*final=*/true);
-    auto windows = accounting_.take_finished();
+    accounting_->resolve(/*final=*/true);
+    auto windows = accounting_->take_finished();
     unclaimed_.insert(unclaimed_.end(), windows.begin(), windows.end());
     lock.unlock();
     thread_.detach();
@@ -265,7 +321,7 @@ void sampler::publish(mono_time taken) {
   {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
-      const device_timeline& tl = accounting_.timeline(k);
+      const device_timeline& tl = accounting_->timeline(k);
       auto& d = snap->devices[k];
       d.lost = tl.lost();
       d.power_w = last_power_w_[k];

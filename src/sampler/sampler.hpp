@@ -17,6 +17,7 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <exception>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -34,7 +35,7 @@ namespace joules {
 struct sampler_options {
   std::chrono::milliseconds interval{100};
   // Dense reads at the edges: their spacing, and how long the start may take at most.
-  std::chrono::microseconds burst_spacing{2000};
+  std::chrono::microseconds burst_spacing{1000};
   std::chrono::milliseconds start_burst_max{350};
   std::chrono::milliseconds end_burst_max{250};
   // How long finish() waits for a sampler stuck in a hung backend call before giving up on it.
@@ -55,15 +56,27 @@ struct sampler_snapshot {
 
 class sampler {
  public:
-  // `devices` are indices into backend.devices(); accounting sees them in this order.
-  sampler(backend& b, std::vector<std::size_t> devices, sampler_options options);
+  // Starts the sampler thread, which opens the backend: from then on only that thread calls it,
+  // from its probing at open to nvmlShutdown at the end (DESIGN.md: nobody else calls NVML).
+  // Throws what opening the backend threw.
+  sampler(const backend_options& backend, sampler_options options);
   ~sampler();
   sampler(const sampler&) = delete;
   sampler& operator=(const sampler&) = delete;
 
-  // Starts the thread and returns after the first reading of every device, so that a boundary
-  // placed right after start() is bracketed by readings.
-  void start();
+  // The opened backend's devices, meta data and notices (set at open, immutable afterwards:
+  // safe to read from any thread).
+  const backend& hardware() const { return *backend_; }
+
+  // Runs `fn(backend&)` on the sampler thread before sampling has started, and returns its
+  // result (device selection asks the driver about MIG instances this way).
+  template <class F>
+  auto on_thread(F fn) -> decltype(fn(std::declval<backend&>()));
+
+  // Starts sampling `devices` (indices into hardware().devices(); accounting sees them in this
+  // order) and returns after the first reading of every one, so that a boundary placed right
+  // after start() is bracketed by readings.
+  void start(std::vector<std::size_t> devices);
 
   // A window boundary at t (any thread; non-blocking).
   void boundary(mono_time t);
@@ -81,13 +94,15 @@ class sampler {
   std::shared_ptr<const sampler_snapshot> snapshot() const;
 
   // After finish(): per-device diagnostics for records.
-  const accounting& accounts() const { return accounting_; }
+  const accounting& accounts() const { return *accounting_; }
   std::uint64_t ticks() const { return ticks_.load(); }
   double interval_s() const { return std::chrono::duration<double>(options_.interval).count(); }
 
  private:
   enum class wake { timeout, edge, finish };
 
+  void thread_main(std::stop_token stop, backend_options options);
+  void run_task(const std::function<void()>& task);
   void run(std::stop_token stop);
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
   // {lost, counter energy so far}, for the bursts to watch counters advance.
@@ -98,12 +113,17 @@ class sampler {
   void publish(mono_time taken);
   wake wait_until(std::stop_token& stop, mono_time when, bool edges);
 
-  backend& backend_;
+  std::unique_ptr<backend> backend_;  // written by the thread before opened_, then immutable
+  std::exception_ptr open_error_;
   std::vector<std::size_t> devices_;
   sampler_options options_;
 
-  std::mutex mu_;  // guards accounting_ and the flags below against finish() on a timeout
-  accounting accounting_;
+  std::mutex mu_;  // guards accounting_, the task slot and the flags below
+  std::optional<accounting> accounting_;
+  std::function<void()> task_;  // a job for the thread before sampling starts
+  bool opened_ = false;
+  bool task_done_ = false;
+  bool start_requested_ = false;
   std::vector<window_result> unclaimed_;
   bool finishing_ = false;
   bool abandoned_ = false;
@@ -121,5 +141,21 @@ class sampler {
 
   std::jthread thread_;
 };
+
+template <class F>
+auto sampler::on_thread(F fn) -> decltype(fn(std::declval<backend&>())) {
+  using result = decltype(fn(std::declval<backend&>()));
+  std::optional<result> out;
+  std::exception_ptr error;
+  run_task([&] {
+    try {
+      out.emplace(fn(*backend_));
+    } catch (...) {
+      error = std::current_exception();
+    }
+  });
+  if (error) std::rethrow_exception(error);
+  return std::move(*out);
+}
 
 }  // namespace joules

@@ -60,3 +60,26 @@ def wait_for(predicate, timeout=10.0, step=0.01):
 @pytest.fixture
 def tmp(tmp_path):
     return tmp_path
+
+
+def fake_gpus(scenario, variant="full", epoch_before_s=10.0):
+    """Environment that points joules at the fake NVML with `scenario` (a dict).
+
+    Scenario time 0 is put `epoch_before_s` in the past: a real energy counter has been advancing
+    since the driver loaded.  Returns (env, epoch_ns)."""
+    epoch_ns = time.monotonic_ns() - int(epoch_before_s * 1e9)
+    env = {
+        "JOULES_NVML_LIBRARY": str(FAKE_NVML_DIR / variant / "libnvidia-ml.so.1"),
+        "FAKE_NVML_SCENARIO": json.dumps(scenario),
+        "FAKE_NVML_EPOCH_NS": str(epoch_ns),
+    }
+    return env, epoch_ns
+
+
+def truth_j(scenario, device, epoch_ns, start_mono_s, end_mono_s):
+    """Exact energy of `device` between two CLOCK_MONOTONIC instants, from the scenario."""
+    import scenario as fake  # tests/fake_nvml/scenario.py
+
+    d = fake.load(scenario).devices[device]
+    epoch_s = epoch_ns / 1e9
+    return d.energy_j(end_mono_s - epoch_s) - d.energy_j(start_mono_s - epoch_s)

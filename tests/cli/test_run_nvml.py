@@ -1,0 +1,204 @@
+"""`joules run` against the fake libnvidia-ml.so.1: joules' real NVML path, held to exact truth."""
+import json
+import subprocess
+import time
+
+import pytest
+
+from conftest import JOULES, SANITIZED, fake_gpus, joules, read_jsonl, truth_j
+
+
+def h100(power, **extra):
+    d = {"name": "NVIDIA H100 80GB HBM3", "architecture": "hopper", "latency_us": 20, "power": power}
+    d.update(extra)
+    return d
+
+
+def run_json(scenario, *args, variant="full", cmd=("sleep", "2"), env_extra=None):
+    env, epoch = fake_gpus(scenario, variant)
+    if env_extra:
+        env.update(env_extra)
+    r = joules("run", "--json", *args, "--", *cmd, env=env)
+    records = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
+    notes = [line for line in r.stderr.splitlines() if not line.startswith("{")]
+    return r, records, notes, epoch
+
+
+RANDOM_SEGMENTS = {"type": "segments", "start_s": 0.0, "dt_s": 0.02,
+                   "watts": [100 + (i * 7919) % 600 for i in range(2000)]}
+
+
+@pytest.mark.parametrize("counter,tolerance", [
+    ({"update_ms": 0}, 1e-3),
+    ({"update_ms": 20, "phase_ms": 7}, 1e-3),
+    ({"update_ms": 100, "phase_ms": 37}, 1e-3),
+])
+def test_total_energy_with_a_counter_is_exact_to_a_tenth_of_a_percent(counter, tolerance):
+    scenario = {"devices": [h100(RANDOM_SEGMENTS, energy_counter=counter),
+                            h100({"type": "square", "low_w": 150, "high_w": 650, "period_s": 0.3},
+                                 energy_counter=counter)]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "3"))
+    assert r.returncode == 0, r.stderr
+    end = records[-1]
+    assert end["method"] == "counter"
+    for i, d in enumerate(end["devices"]):
+        truth = truth_j(scenario, i, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
+        assert d["energy_j"] == pytest.approx(truth, rel=tolerance), (i, counter)
+
+
+def test_total_energy_from_polled_power_is_within_a_percent():
+    # Pascal: no energy counter; power is instantaneous.
+    scenario = {"devices": [{"architecture": "pascal", "name": "Tesla P100-PCIE-16GB", "latency_us": 20,
+                             "power": {"type": "linear", "points": [[0, 100], [12, 250], [13, 180], [20, 240]]}}]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "3"))
+    end = records[-1]
+    assert end["method"] == "polled" and end["devices"][0]["method"] == "polled"
+    truth = truth_j(scenario, 0, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
+    assert end["energy_j"] == pytest.approx(truth, rel=0.01)
+
+
+def test_averaged_power_readings_are_placed_in_the_middle_of_their_window():
+    # An Ampere board without a counter and without the instant field: nvmlDeviceGetPowerUsage
+    # is a 1 s average.  The draw jumps from 100 W to 400 W a second into the run.
+    scenario = {"devices": [{"architecture": "ampere", "name": "NVIDIA A10", "latency_us": 20,
+                             "energy_counter": {"supported": False},
+                             "power_instant": {"supported": False},
+                             "power": {"type": "steps", "points": [[0, 100], [11, 400]]}}]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "3"))
+    start, end = records
+    assert start["devices"][0]["power_source"] == "power_usage"
+    assert start["devices"][0]["power_window_s"] == 1.0
+    truth = truth_j(scenario, 0, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
+    assert end["energy_j"] == pytest.approx(truth, rel=0.03)
+
+
+def test_peak_is_the_peak_of_per_sample_sums():
+    # Two GPUs that peak at different times: the node never draws 700 + 700 W.
+    scenario = {"devices": [h100({"type": "square", "low_w": 100, "high_w": 700, "period_s": 0.4}),
+                            h100({"type": "square", "low_w": 100, "high_w": 700, "period_s": 0.4,
+                                  "phase_s": 0.2})]}
+    r, records, _, _ = run_json(scenario)
+    end = records[-1]
+    assert end["peak_power_w"] <= 800.0 + 1e-6
+    assert max(d["peak_power_w"] for d in end["devices"]) == pytest.approx(700.0)
+
+
+def test_a_gpu_lost_mid_run_never_touches_the_child():
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 400}, faults=[{"at_s": 11.0, "kind": "lost"}])]}
+    t0 = time.monotonic()
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "2"))
+    assert r.returncode == 0
+    assert time.monotonic() - t0 < 4.0
+    end = records[-1]
+    assert end["status"] == "measurement_degraded" and end["degraded"] is True
+    lost = end["devices"][1]
+    assert lost["lost_at_s"] == pytest.approx(11.0 - (end["start_monotonic_s"] - epoch / 1e9), abs=0.15)
+    # Energy known up to the loss is kept; after it, nothing is invented.
+    assert lost["energy_j"] == pytest.approx(400.0 * lost["lost_at_s"], abs=400.0 * 0.12)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert any("GPU 1 stopped reporting" in d for d in end["degradations"])
+
+
+def test_a_counter_reset_is_compensated_and_recorded():
+    scenario = {"devices": [h100({"type": "constant", "watts": 500},
+                                 energy_counter={"initial_mj": 10**9},
+                                 faults=[{"at_s": 11.0, "kind": "counter_reset"}])]}
+    r, records, _, epoch = run_json(scenario)
+    end = records[-1]
+    d = end["devices"][0]
+    assert d["counter_resets"] == 1
+    assert d["energy_j"] == pytest.approx(500.0 * end["duration_s"], rel=0.01)
+    assert end["status"] == "measurement_degraded"
+
+
+def test_a_counter_that_stops_answering_hands_over_to_power():
+    scenario = {"devices": [h100({"type": "constant", "watts": 500},
+                                 faults=[{"at_s": 11.0, "kind": "not_supported", "what": "energy"}])]}
+    r, records, _, epoch = run_json(scenario)
+    end = records[-1]
+    d = end["devices"][0]
+    assert d["counter_lost_at_s"] is not None and d["method"] == "polled"
+    assert d["energy_j"] == pytest.approx(500.0 * end["duration_s"], rel=0.01)
+
+
+def test_a_hung_driver_call_costs_the_measurement_not_the_run():
+    scenario = {"devices": [h100({"type": "constant", "watts": 500},
+                                 faults=[{"at_s": 11.0, "kind": "latency", "latency_us": 30_000_000}])]}
+    t0 = time.monotonic()
+    r, records, _, _ = run_json(scenario, cmd=("sleep", "2"))
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0
+    assert elapsed < 7.0  # 2 s of child, then at most the finish timeout
+    end = records[-1]
+    assert end["status"] == "measurement_degraded"
+    assert any("never came back" in d for d in end["degradations"])
+
+
+def test_devices_without_permission_are_skipped_with_a_notice():
+    scenario = {"devices": [h100({"type": "constant", "watts": 200}, permission="no_permission"),
+                            h100({"type": "constant", "watts": 300})]}
+    r, records, notes, _ = run_json(scenario, cmd=("true",))
+    assert r.returncode == 0
+    assert any("GPU 0 skipped: no permission" in n for n in notes)
+    start = records[0]
+    assert [d["index"] for d in start["devices"]] == [1]
+    assert start["notices"] and "no permission" in start["notices"][0]
+
+
+def test_scope_follows_cuda_visible_devices_uuids_and_mig():
+    devs = [h100({"type": "constant", "watts": 100 + 10 * i}) for i in range(4)]
+    devs[2]["mig"] = {"enabled": True, "devices": [{"uuid": "MIG-4b4b4b4b-0000-4000-8000-000000000000"}]}
+    scenario = {"devices": devs}
+    uuid3 = "GPU-00000000-0000-4000-8000-000000000003"
+    _, records, _, _ = run_json(scenario, cmd=("true",), env_extra={"CUDA_VISIBLE_DEVICES": f"1,{uuid3}"})
+    assert [d["index"] for d in records[0]["devices"]] == [1, 3]
+    assert records[0]["scope"] == {"source": "CUDA_VISIBLE_DEVICES", "value": f"1,{uuid3}"}
+    _, records, _, _ = run_json(scenario, cmd=("true",),
+                                env_extra={"CUDA_VISIBLE_DEVICES": "MIG-4b4b4b4b-0000-4000-8000-000000000000"})
+    assert [d["index"] for d in records[0]["devices"]] == [2]
+    r, _, _, _ = run_json(scenario, "--gpus", "7", cmd=("true",))
+    assert r.returncode == 2 and "no GPU has index 7; this machine's GPUs: 0-3" in r.stderr
+
+
+@pytest.mark.parametrize("variant,method,power_source", [
+    ("r470", "counter", "power_usage"),  # no power fields before 12.2: nvmlDeviceGetPowerUsage
+    ("r390", "polled", "power_usage"),   # no energy counter symbol at all
+])
+def test_old_drivers_lose_capabilities_not_the_run(variant, method, power_source):
+    scenario = {"devices": [h100({"type": "constant", "watts": 450})]}
+    r, records, _, _ = run_json(scenario, variant=variant)
+    assert r.returncode == 0, r.stderr
+    start, end = records
+    assert start["devices"][0]["method"] == method
+    assert start["devices"][0]["power_source"] == power_source
+    assert end["energy_j"] == pytest.approx(450.0 * end["duration_s"], rel=0.01)
+
+
+def test_only_the_sampler_thread_calls_nvml(tmp):
+    log = tmp / "calls.jsonl"
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}) for _ in range(4)]}
+    r, _, _, _ = run_json(scenario, cmd=("sleep", "1"), env_extra={"FAKE_NVML_CALL_LOG": str(log)})
+    assert r.returncode == 0
+    entry = json.loads(log.read_text().splitlines()[-1])
+    assert entry["device_call_threads"] == 1, entry
+    assert entry["calls"]["nvmlDeviceGetFieldValues"] > 0
+
+
+@pytest.mark.parametrize("error,hint", [("DRIVER_NOT_LOADED", "kernel driver is not loaded"),
+                                        ("NO_PERMISSION", "may not open /dev/nvidia")])
+def test_nvml_init_failure_is_one_line_and_mentions_sim(error, hint):
+    scenario = {"init_error": error, "devices": [h100({"type": "constant", "watts": 300})]}
+    r, _, _, _ = run_json(scenario, cmd=("true",))
+    assert r.returncode == 125
+    assert len(r.stderr.splitlines()) == 1
+    assert hint in r.stderr and "--backend sim" in r.stderr
+
+
+def test_summary_line_on_eight_gpus():
+    scenario = {"devices": [h100({"type": "constant", "watts": 500}) for _ in range(8)]}
+    env, _ = fake_gpus(scenario)
+    r = joules("run", "--", "sleep", "1", env=env)
+    line = r.stderr.strip()
+    assert line.startswith("joules: ") and "8x NVIDIA H100 80GB HBM3; counter" in line
+    assert ", avg 4000 W, peak 4000 W;" in line
