@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "backend/health.hpp"
 #include "util/units.hpp"
 
 namespace joules {
@@ -97,6 +98,13 @@ class backend {
   virtual const std::vector<device_info>& devices() const = 0;
   // Reads device `i` (an index into devices()).  Never throws; failures are in the status.
   virtual device_reading read(std::size_t i, read_what what) = 0;
+
+  // Health and profiling readings of device `i` (every field optional).  Slower than read():
+  // the sampler asks for them at its health interval only.  Never throws.
+  virtual health_reading read_health(std::size_t i) {
+    (void)i;
+    return {};
+  }
 
   // For CUDA_VISIBLE_DEVICES entries naming a MIG instance: the UUID of the GPU that holds it.
   virtual std::optional<std::string> parent_of_mig(std::string_view mig_uuid) {

@@ -96,6 +96,8 @@ void sampler::start(std::vector<std::size_t> devices) {
   devices_ = std::move(devices);
   accounting_.emplace(selected_infos(*backend_, devices_));
   last_power_w_.assign(devices_.size(), std::nullopt);
+  last_counter_mj_.assign(devices_.size(), std::nullopt);
+  last_health_.assign(devices_.size(), std::nullopt);
   std::unique_lock lock(mu_);
   start_requested_ = true;
   cv_.notify_all();
@@ -148,6 +150,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
       device_timeline& tl = accounting_->timeline(k);
       tl.add(readings[k].first, readings[k].second);
       last_power_w_[k] = tick.power_w[k];
+      if (readings[k].second.energy_mj) last_counter_mj_[k] = readings[k].second.energy_mj;
       counters[k] = {tl.lost() ? 1U : 0U, tl.counter().last_energy_j()};
     }
     accounting_->add_tick(std::move(tick));
@@ -256,6 +259,8 @@ void sampler::run(std::stop_token stop) {
   cv_.notify_all();
 
   const mono_time origin = steady::now();
+  if (options_.health_interval) read_health();
+  next_health_ = origin + options_.health_interval.value_or(std::chrono::milliseconds(0));
   start_burst(stop);
 
   mono_time next = origin + options_.interval;
@@ -266,6 +271,10 @@ void sampler::run(std::stop_token stop) {
     if (w == wake::edge) {
       edge_burst(stop, /*finishing=*/false);
       continue;  // the regular tick stays on its grid
+    }
+    if (options_.health_interval && steady::now() >= next_health_) {
+      read_health();
+      next_health_ = steady::now() + *options_.health_interval;
     }
     next += options_.interval;
     // A tick that overran (a slow backend call) skips the slots it missed but stays on the grid.
@@ -313,6 +322,17 @@ std::vector<window_result> sampler::finish(mono_time end) {
   return out;
 }
 
+void sampler::read_health() {
+  std::vector<health_reading> h(devices_.size());
+  for (std::size_t k = 0; k < devices_.size(); ++k) h[k] = backend_->read_health(devices_[k]);
+  {
+    std::lock_guard lock(mu_);
+    if (abandoned_) return;
+    for (std::size_t k = 0; k < devices_.size(); ++k) last_health_[k] = std::move(h[k]);
+  }
+  publish(steady::now());
+}
+
 void sampler::publish(mono_time taken) {
   auto snap = std::make_shared<sampler_snapshot>();
   snap->taken = taken;
@@ -325,6 +345,8 @@ void sampler::publish(mono_time taken) {
       auto& d = snap->devices[k];
       d.lost = tl.lost();
       d.power_w = last_power_w_[k];
+      d.counter_mj = last_counter_mj_[k];
+      d.health = last_health_[k];
       if (tl.has_readings()) d.energy_j = tl.energy_at(tl.last_good_t(), /*final=*/true);
     }
   }

@@ -40,6 +40,8 @@ struct sampler_options {
   std::chrono::milliseconds end_burst_max{250};
   // How long finish() waits for a sampler stuck in a hung backend call before giving up on it.
   std::chrono::milliseconds finish_timeout{3000};
+  // Health readings (monitor, serve) every this often, after a tick; none when unset.
+  std::optional<std::chrono::milliseconds> health_interval;
 };
 
 // Live view of the devices, replaced after every tick.
@@ -48,8 +50,10 @@ struct sampler_snapshot {
   std::uint64_t ticks = 0;
   struct device {
     std::optional<double> power_w;
-    std::optional<double> energy_j;  // since the sampler's first reading
+    std::optional<double> energy_j;           // since the sampler's first reading
+    std::optional<std::uint64_t> counter_mj;  // the raw counter (mJ since the driver loaded)
     bool lost = false;
+    std::optional<health_reading> health;     // the latest, when health readings are on
   };
   std::vector<device> devices;
 };
@@ -108,6 +112,7 @@ class sampler {
   // {lost, counter energy so far}, for the bursts to watch counters advance.
   std::vector<std::pair<std::uint64_t, double>> read_round();
   void start_burst(std::stop_token& stop);
+  void read_health();
   void edge_burst(std::stop_token& stop, bool finishing);
   bool is_finishing();
   void publish(mono_time taken);
@@ -137,7 +142,10 @@ class sampler {
 
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const sampler_snapshot> snapshot_;
-  std::vector<std::optional<double>> last_power_w_;  // guarded by mu_
+  std::vector<std::optional<double>> last_power_w_;          // guarded by mu_
+  std::vector<std::optional<std::uint64_t>> last_counter_mj_;  // guarded by mu_
+  std::vector<std::optional<health_reading>> last_health_;   // guarded by mu_
+  mono_time next_health_{};
 
   std::jthread thread_;
 };
