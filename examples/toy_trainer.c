@@ -36,14 +36,22 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* k = argv[i];
     const char* v = argv[i + 1];
-    if (strcmp(k, "--steps") == 0) steps = atol(v);
-    else if (strcmp(k, "--step-ms") == 0) step_ms = atof(v);
-    else if (strcmp(k, "--jitter") == 0) jitter = atof(v);
-    else if (strcmp(k, "--setup-ms") == 0) setup_ms = atof(v);
-    else if (strcmp(k, "--eval-every") == 0) eval_every = atol(v);
-    else if (strcmp(k, "--eval-ms") == 0) eval_ms = atof(v);
-    else if (strcmp(k, "--seed") == 0) rng_state = strtoull(v, NULL, 10) * 2654435761ULL + 1;
-    else if (strcmp(k, "--tokens-per-step") == 0) tokens = atol(v);
+    if (strcmp(k, "--steps") == 0)
+      steps = atol(v);
+    else if (strcmp(k, "--step-ms") == 0)
+      step_ms = atof(v);
+    else if (strcmp(k, "--jitter") == 0)
+      jitter = atof(v);
+    else if (strcmp(k, "--setup-ms") == 0)
+      setup_ms = atof(v);
+    else if (strcmp(k, "--eval-every") == 0)
+      eval_every = atol(v);
+    else if (strcmp(k, "--eval-ms") == 0)
+      eval_ms = atof(v);
+    else if (strcmp(k, "--seed") == 0)
+      rng_state = strtoull(v, NULL, 10) * 2654435761ULL + 1;
+    else if (strcmp(k, "--tokens-per-step") == 0)
+      tokens = atol(v);
     else {
       fprintf(stderr, "joules-toy-trainer: unknown option %s\n", k);
       return 2;

@@ -65,9 +65,9 @@ struct device_info {
 };
 
 enum class read_status {
-  ok,           // the requested readings that the device supports are filled in
-  lost,         // the device fell off the bus or otherwise became inaccessible, for good
-  error,        // this read failed; later reads may succeed
+  ok,     // the requested readings that the device supports are filled in
+  lost,   // the device fell off the bus or otherwise became inaccessible, for good
+  error,  // this read failed; later reads may succeed
 };
 
 // What to read.  The sampler reads only the counter while it pins down counter update instants.
@@ -84,8 +84,8 @@ struct device_reading {
 };
 
 struct backend_meta {
-  std::string backend;         // "nvml", "sim"
-  std::string library_path;    // the NVML file loaded
+  std::string backend;       // "nvml", "sim"
+  std::string library_path;  // the NVML file loaded
   std::string driver_version;
   std::string library_version;  // NVML version
 };

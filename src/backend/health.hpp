@@ -81,9 +81,9 @@ struct health_reading {
 
   // Power management.
   std::optional<bool> persistence_mode;
-  std::optional<double> power_limit_w;          // enforced
+  std::optional<double> power_limit_w;  // enforced
   std::optional<double> default_power_limit_w;
-  std::optional<unsigned> performance_state;    // P0 = 0
+  std::optional<unsigned> performance_state;  // P0 = 0
 
   // GPM, Hopper and newer (nvml.md §1.8): computed between two readings >= 100 ms apart, so the
   // first reading of a device has none.

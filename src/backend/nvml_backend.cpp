@@ -17,51 +17,77 @@
 namespace joules {
 namespace {
 
-using namespace nvml;  // NOLINT(google-build-using-namespace): the NVML vocabulary, in this file only
+using namespace nvml;  // NOLINT(google-build-using-namespace): the NVML vocabulary, in this file
+                       // only
 
 std::string architecture_name(nvmlDeviceArchitecture_t a) {
   switch (a) {
-    case kArchKepler: return "kepler";
-    case kArchMaxwell: return "maxwell";
-    case kArchPascal: return "pascal";
-    case kArchVolta: return "volta";
-    case kArchTuring: return "turing";
-    case kArchAmpere: return "ampere";
-    case kArchAda: return "ada";
-    case kArchHopper: return "hopper";
-    case kArchBlackwell: return "blackwell";
-    case kArchRubin: return "rubin";
-    default: return {};
+    case kArchKepler:
+      return "kepler";
+    case kArchMaxwell:
+      return "maxwell";
+    case kArchPascal:
+      return "pascal";
+    case kArchVolta:
+      return "volta";
+    case kArchTuring:
+      return "turing";
+    case kArchAmpere:
+      return "ampere";
+    case kArchAda:
+      return "ada";
+    case kArchHopper:
+      return "hopper";
+    case kArchBlackwell:
+      return "blackwell";
+    case kArchRubin:
+      return "rubin";
+    default:
+      return {};
   }
 }
 
 // nvmlDeviceGetPowerUsage is a 1 s average "on Ampere (except GA100) or newer" (nvml.md §4.1).
 bool power_usage_is_averaged(nvmlDeviceArchitecture_t arch, const std::string& name) {
   if (arch == kArchUnknown || arch < kArchAmpere) return false;
-  const bool ga100 = name.find("A100") != std::string::npos || name.find("A30") != std::string::npos;
+  const bool ga100 =
+      name.find("A100") != std::string::npos || name.find("A30") != std::string::npos;
   return !(arch == kArchAmpere && ga100);
 }
 
 double field_as_double(const nvmlFieldValue_t& v) {
   switch (v.valueType) {
-    case kValueTypeDouble: return v.value.dVal;
-    case kValueTypeUnsignedInt: return static_cast<double>(v.value.uiVal);
-    case kValueTypeUnsignedLong: return static_cast<double>(v.value.ulVal);
-    case kValueTypeUnsignedLongLong: return static_cast<double>(v.value.ullVal);
-    case kValueTypeSignedLongLong: return static_cast<double>(v.value.sllVal);
-    case kValueTypeSignedInt: return static_cast<double>(v.value.siVal);
-    case kValueTypeUnsignedShort: return static_cast<double>(v.value.usVal);
-    default: return 0.0;
+    case kValueTypeDouble:
+      return v.value.dVal;
+    case kValueTypeUnsignedInt:
+      return static_cast<double>(v.value.uiVal);
+    case kValueTypeUnsignedLong:
+      return static_cast<double>(v.value.ulVal);
+    case kValueTypeUnsignedLongLong:
+      return static_cast<double>(v.value.ullVal);
+    case kValueTypeSignedLongLong:
+      return static_cast<double>(v.value.sllVal);
+    case kValueTypeSignedInt:
+      return static_cast<double>(v.value.siVal);
+    case kValueTypeUnsignedShort:
+      return static_cast<double>(v.value.usVal);
+    default:
+      return 0.0;
   }
 }
 
 std::uint64_t field_as_u64(const nvmlFieldValue_t& v) {
   switch (v.valueType) {
-    case kValueTypeUnsignedLongLong: return v.value.ullVal;
-    case kValueTypeUnsignedLong: return v.value.ulVal;
-    case kValueTypeUnsignedInt: return v.value.uiVal;
-    case kValueTypeSignedLongLong: return v.value.sllVal < 0 ? 0 : static_cast<std::uint64_t>(v.value.sllVal);
-    default: return static_cast<std::uint64_t>(std::max(0.0, field_as_double(v)));
+    case kValueTypeUnsignedLongLong:
+      return v.value.ullVal;
+    case kValueTypeUnsignedLong:
+      return v.value.ulVal;
+    case kValueTypeUnsignedInt:
+      return v.value.uiVal;
+    case kValueTypeSignedLongLong:
+      return v.value.sllVal < 0 ? 0 : static_cast<std::uint64_t>(v.value.sllVal);
+    default:
+      return static_cast<std::uint64_t>(std::max(0.0, field_as_double(v)));
   }
 }
 
@@ -141,14 +167,16 @@ class nvml_backend final : public backend {
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override {
     const auto& fn = lib_->fn();
     if (fn.nvmlDeviceGetHandleByUUID == nullptr ||
-        fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle == nullptr || fn.nvmlDeviceGetUUID == nullptr) {
+        fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle == nullptr ||
+        fn.nvmlDeviceGetUUID == nullptr) {
       return std::nullopt;
     }
     nvmlDevice_t mig = nullptr;
     nvmlDevice_t parent = nullptr;
     const std::string uuid(mig_uuid);
     if (fn.nvmlDeviceGetHandleByUUID(uuid.c_str(), &mig) != kSuccess) return std::nullopt;
-    if (fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &parent) != kSuccess) return std::nullopt;
+    if (fn.nvmlDeviceGetDeviceHandleFromMigDeviceHandle(mig, &parent) != kSuccess)
+      return std::nullopt;
     char buf[kDeviceUuidBufferSize] = {};
     if (fn.nvmlDeviceGetUUID(parent, buf, sizeof buf) != kSuccess) return std::nullopt;
     return std::string(buf);
@@ -157,8 +185,8 @@ class nvml_backend final : public backend {
  private:
   struct device_state {
     nvmlDevice_t handle = nullptr;
-    bool counter = false;      // nvmlDeviceGetTotalEnergyConsumption works
-    bool use_fields = false;   // read the counter (and power) through field values
+    bool counter = false;     // nvmlDeviceGetTotalEnergyConsumption works
+    bool use_fields = false;  // read the counter (and power) through field values
     unsigned int energy_field = kFiDevTotalEnergyConsumption;
     bool field_power = false;  // NVML_FI_DEV_POWER_INSTANT works
     bool power_usage = false;  // nvmlDeviceGetPowerUsage works
@@ -239,7 +267,8 @@ class nvml_backend final : public backend {
       info.pci_bus_id = pci.busId;
     }
     nvmlDeviceArchitecture_t arch = kArchUnknown;
-    if (fn.nvmlDeviceGetArchitecture != nullptr && fn.nvmlDeviceGetArchitecture(h, &arch) == kSuccess) {
+    if (fn.nvmlDeviceGetArchitecture != nullptr &&
+        fn.nvmlDeviceGetArchitecture(h, &arch) == kSuccess) {
       info.architecture = architecture_name(arch);
     } else {
       arch = kArchUnknown;
@@ -260,7 +289,8 @@ class nvml_backend final : public backend {
         if (f[0].nvmlReturn == kSuccess || f[1].nvmlReturn == kSuccess) {
           st.use_fields = true;
           st.counter = true;
-          st.energy_field = f[0].nvmlReturn == kSuccess ? kFiDevTotalEnergyConsumption : kFiDevEnergy;
+          st.energy_field =
+              f[0].nvmlReturn == kSuccess ? kFiDevTotalEnergyConsumption : kFiDevEnergy;
         }
       }
     }

@@ -39,14 +39,17 @@ constexpr double kComputeUtil = 0.97;
 constexpr double kCommUtil = 0.45;
 
 // GPUs of one node differ slightly (silicon, cooling); a 1 % spread in steps of 0.5 %.
-double gpu_factor(unsigned gpu) { return 1.0 - 0.005 * static_cast<double>(gpu % 3); }
+double gpu_factor(unsigned gpu) {
+  return 1.0 - 0.005 * static_cast<double>(gpu % 3);
+}
 
 class sim_backend final : public backend {
  public:
   sim_backend(const sim_options& o, const sim_model& model, double tdp_w)
       : profile_(o.profile), tdp_w_(tdp_w), origin_(steady::now()) {
     meta_.backend = "sim";
-    meta_.library_version = fmt::format("sim model {}, {:g} W TDP, profile {}", model.key, tdp_w, o.profile);
+    meta_.library_version =
+        fmt::format("sim model {}, {:g} W TDP, profile {}", model.key, tdp_w, o.profile);
     for (unsigned i = 0; i < o.gpus; ++i) {
       device_info d;
       d.index = i;
@@ -73,7 +76,8 @@ class sim_backend final : public backend {
     device_reading r;
     const double energy_j = idle * t + (tdp_w_ - idle) * profile_.integral(gpu, t);
     r.energy_mj = static_cast<std::uint64_t>(std::floor(energy_j * 1000.0));
-    if (what == read_what::all) r.power = watts{idle + (tdp_w_ - idle) * profile_.utilisation(gpu, t)};
+    if (what == read_what::all)
+      r.power = watts{idle + (tdp_w_ - idle) * profile_.utilisation(gpu, t)};
     return r;
   }
 
@@ -87,7 +91,9 @@ class sim_backend final : public backend {
 
 }  // namespace
 
-std::span<const sim_model> sim_models() { return kModels; }
+std::span<const sim_model> sim_models() {
+  return kModels;
+}
 
 sim_profile::sim_profile(std::string_view spec) {
   if (spec == "train") {
@@ -138,7 +144,8 @@ std::unique_ptr<backend> open_sim_backend(const sim_options& o) {
   if (model == nullptr) {
     if (!o.tdp_w) {
       std::string known;
-      for (const auto& m : kModels) known += fmt::format("{}{}", known.empty() ? "" : ", ", m.key);
+      for (const auto& m : kModels)
+        known += fmt::format("{}{}", known.empty() ? "" : ", ", m.key);
       throw usage_error(fmt::format(
           "--sim-model '{}': not a known GPU model; known: {} (or give --sim-tdp W for any other)",
           o.model, known));
@@ -147,7 +154,8 @@ std::unique_ptr<backend> open_sim_backend(const sim_options& o) {
     model = &custom;
   }
   if (o.gpus == 0 || o.gpus > 1024) {
-    throw usage_error(fmt::format("--sim-gpus {}: expected a number of GPUs from 1 to 1024", o.gpus));
+    throw usage_error(
+        fmt::format("--sim-gpus {}: expected a number of GPUs from 1 to 1024", o.gpus));
   }
   return std::make_unique<sim_backend>(o, *model, o.tdp_w.value_or(model->tdp_w));
 }

@@ -16,14 +16,17 @@
 namespace joules::app {
 namespace {
 
-void print_error(const std::string& what) { std::fprintf(stderr, "joules: error: %s\n", what.c_str()); }
+void print_error(const std::string& what) {
+  std::fprintf(stderr, "joules: error: %s\n", what.c_str());
+}
 
 std::string top_help() {
   std::string out = fmt::format(
       "joules {}: the energy of GPU workloads, per run, per step, per token\n\n"
       "Usage: joules COMMAND [OPTIONS] [ARGS...]\n\nCommands:\n",
       JOULES_VERSION);
-  for (const auto* c : cli::all_commands()) out += fmt::format("  {:<12}{}\n", c->name, c->summary);
+  for (const auto* c : cli::all_commands())
+    out += fmt::format("  {:<12}{}\n", c->name, c->summary);
   out +=
       "\n  joules COMMAND --help   shows a command's options\n"
       "  joules --version        prints the version\n"

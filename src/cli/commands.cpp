@@ -8,6 +8,7 @@ namespace joules::cli {
 std::span<const command_entry> all_command_entries() {
   static const std::array entries = {
       command_entry{run_spec, run_main},
+      command_entry{steps_spec, steps_main},
   };
   return entries;
 }
@@ -15,7 +16,8 @@ std::span<const command_entry> all_command_entries() {
 std::span<const command_spec* const> all_commands() {
   static const std::vector<const command_spec*> specs = [] {
     std::vector<const command_spec*> out;
-    for (const auto& e : all_command_entries()) out.push_back(&e.spec());
+    for (const auto& e : all_command_entries())
+      out.push_back(&e.spec());
     return out;
   }();
   return specs;

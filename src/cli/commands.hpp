@@ -18,6 +18,10 @@ struct command_entry {
 
 const command_spec& run_spec();
 int run_main(const parsed_args& args);
+const command_spec& steps_spec();
+int steps_main(const parsed_args& args);
+const command_spec& wrap_spec();
+int wrap_main(const parsed_args& args);
 
 // Every subcommand, in the order `joules --help` lists them.
 std::span<const command_entry> all_command_entries();

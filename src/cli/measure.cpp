@@ -23,9 +23,9 @@ constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
 
 // Label names joules sets itself; a user label may not take them (they would be ambiguous in
 // Prometheus and in joined JSONL).
-constexpr std::array kReservedLabels = {"run_id", "hostname", "gpu",    "uuid",      "model",
-                                        "pci_bus_id", "method", "phase", "component", "job",
-                                        "instance"};
+constexpr std::array kReservedLabels = {"run_id",    "hostname",   "gpu",     "uuid",
+                                        "model",     "pci_bus_id", "method",  "phase",
+                                        "component", "job",        "instance"};
 
 std::optional<std::string> env(const char* name) {
   const char* v = std::getenv(name);
@@ -33,7 +33,8 @@ std::optional<std::string> env(const char* name) {
 }
 
 bool valid_label_key(std::string_view k) {
-  if (k.empty() || k.size() > 64 || std::isdigit(static_cast<unsigned char>(k[0])) != 0) return false;
+  if (k.empty() || k.size() > 64 || std::isdigit(static_cast<unsigned char>(k[0])) != 0)
+    return false;
   return std::all_of(k.begin(), k.end(), [](char c) {
     return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '_';
   });
@@ -49,10 +50,12 @@ std::string random_run_id() {
   if (getrandom(bytes.data(), bytes.size(), 0) != static_cast<ssize_t>(bytes.size())) {
     // No entropy source: the pid and the clock still make a practically unique id.
     const auto t = static_cast<unsigned long long>(steady::now().time_since_epoch().count());
-    return fmt::format("{:06x}{:06x}", static_cast<unsigned>(getpid()) & 0xffffffU, t & 0xffffffULL);
+    return fmt::format("{:06x}{:06x}", static_cast<unsigned>(getpid()) & 0xffffffU,
+                       t & 0xffffffULL);
   }
   std::string id;
-  for (unsigned char b : bytes) id += fmt::format("{:02x}", b);
+  for (unsigned char b : bytes)
+    id += fmt::format("{:02x}", b);
   return id;
 }
 
@@ -63,7 +66,9 @@ std::string host_name() {
   return buf.data();
 }
 
-void note(const std::string& text) { std::fprintf(stderr, "joules: note: %s\n", text.c_str()); }
+void note(const std::string& text) {
+  std::fprintf(stderr, "joules: note: %s\n", text.c_str());
+}
 
 }  // namespace
 
@@ -72,10 +77,11 @@ const std::vector<option_spec>& measure_options() {
       {"gpus", 0, "LIST",
        "GPUs to measure: all, or a comma-separated list of indices (as nvidia-smi numbers them), "
        "UUIDs (GPU-...), MIG UUIDs (their GPU is measured) or PCI bus ids.",
-       "the GPUs this job may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, else all", false,
-       kMeasurement},
+       "the GPUs this job may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, else all",
+       false, kMeasurement},
       {"interval", 0, "MS",
-       "Milliseconds between readings of every GPU, 1 to 60000. Energy comes from each GPU's energy "
+       "Milliseconds between readings of every GPU, 1 to 60000. Energy comes from each GPU's "
+       "energy "
        "counter where it has one, so the interval mostly sets the resolution of peak power and of "
        "GPUs measured by polling power.",
        "100", false, kMeasurement},
@@ -84,22 +90,27 @@ const std::vector<option_spec>& measure_options() {
        "nvml, or sim (simulated GPUs, a documented model for trying joules without a GPU).",
        "auto", false, kMeasurement},
       {"nvml-library", 0, "PATH", "The NVML library to load.",
-       "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path", false, kMeasurement},
+       "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path", false,
+       kMeasurement},
       {"output", 'o', "FILE",
        "Write JSONL records (docs/jsonl-schema.md) to FILE, or to stdout with -. FILE is checked "
        "before the command starts and truncated unless --append.",
        "", false, kOutput},
-      {"append", 0, "", "Append to the --output file instead of truncating it.", "", false, kOutput},
-      {"json", 0, "", "Write the JSONL records to stderr (instead of the summary line).", "", false, kOutput},
+      {"append", 0, "", "Append to the --output file instead of truncating it.", "", false,
+       kOutput},
+      {"json", 0, "", "Write the JSONL records to stderr (instead of the summary line).", "", false,
+       kOutput},
       {"quiet", 'q', "", "Do not print the summary line.", "", false, kOutput},
       {"label", 0, "KEY=VALUE",
-       "Attach a label to the run's records. KEY is letters, digits and _, not starting with a digit.", "",
-       true, kOutput},
+       "Attach a label to the run's records. KEY is letters, digits and _, not starting with a "
+       "digit.",
+       "", true, kOutput},
       {"run-id", 0, "ID",
        "Identifier on every record of the run; give every node of a multi-node run the same one.",
        "JOULES_RUN_ID, else SLURM_JOB_ID.SLURM_STEP_ID, else random", false, kOutput},
       {"sim-model", 0, "NAME",
-       "Simulated GPU model: h100-sxm, h100-pcie, h200, gh200, b200, a100-sxm, a100-pcie, a10, l40s, l4, "
+       "Simulated GPU model: h100-sxm, h100-pcie, h200, gh200, b200, a100-sxm, a100-pcie, a10, "
+       "l40s, l4, "
        "rtx4090, v100, t4; any other name with --sim-tdp.",
        "h100-sxm", false, kSim},
       {"sim-gpus", 0, "N", "Number of simulated GPUs, 1 to 1024.", "8", false, kSim},
@@ -127,8 +138,9 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
   measure_settings s;
   s.command = args.positional();
   if (s.command.empty()) {
-    throw usage_error(fmt::format(
-        "joules {} needs a command to run, e.g. joules {} -- python train.py", subcommand, subcommand));
+    throw usage_error(
+        fmt::format("joules {} needs a command to run, e.g. joules {} -- python train.py",
+                    subcommand, subcommand));
   }
   if (auto v = args.get("interval")) {
     const auto ms = parse_uint(*v, 1, 60000);
@@ -155,7 +167,9 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
   if (auto m = args.get("sim-model")) s.backend.sim.model = *m;
   if (auto n = args.get("sim-gpus")) {
     const auto v = parse_uint(*n, 1, 1024);
-    if (!v) throw usage_error(fmt::format("--sim-gpus '{}': expected a number of GPUs from 1 to 1024", *n));
+    if (!v)
+      throw usage_error(
+          fmt::format("--sim-gpus '{}': expected a number of GPUs from 1 to 1024", *n));
     s.backend.sim.gpus = static_cast<unsigned>(*v);
   }
   if (auto p = args.get("sim-profile")) {
@@ -165,7 +179,8 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
   if (auto w = args.get("sim-tdp")) {
     const auto v = parse_double(*w);
     if (!v || *v <= 0.0 || *v > 5000.0) {
-      throw usage_error(fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
+      throw usage_error(
+          fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
     }
     s.backend.sim.tdp_w = *v;
   }
@@ -175,7 +190,8 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
   s.quiet = args.has("quiet");
   if (s.append && !s.output) throw usage_error("--append needs --output FILE");
   if (s.json && s.output) {
-    throw usage_error("--json and --output both set: choose one (--output - writes the records to stdout)");
+    throw usage_error(
+        "--json and --output both set: choose one (--output - writes the records to stdout)");
   }
   for (const auto& label : args.all("label")) {
     const auto eq = label.find('=');
@@ -190,15 +206,16 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
       throw usage_error(fmt::format("--label '{}': {} is set by joules itself{}", label, key,
                                     key == "run_id" ? "; use --run-id" : ""));
     }
-    if (std::any_of(s.labels.begin(), s.labels.end(), [&](const auto& kv) { return kv.first == key; })) {
+    if (std::any_of(s.labels.begin(), s.labels.end(),
+                    [&](const auto& kv) { return kv.first == key; })) {
       throw usage_error(fmt::format("--label '{}': label {} is given twice", label, key));
     }
     s.labels.emplace_back(key, label.substr(eq + 1));
   }
   const auto id = args.get("run-id");
   if (id && !valid_run_id(*id)) {
-    throw usage_error(fmt::format(
-        "--run-id '{}': expected 1 to 128 printable characters without spaces", *id));
+    throw usage_error(
+        fmt::format("--run-id '{}': expected 1 to 128 printable characters without spaces", *id));
   }
   s.run_id = resolve_run_id(id);
   if (!valid_run_id(s.run_id)) {
@@ -217,7 +234,8 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   // The sampler's thread opens the backend: only that thread ever calls the driver.
   sampler_ = std::make_unique<joules::sampler>(settings.backend, options);
   const backend& hw = sampler_->hardware();
-  for (const auto& n : hw.notices()) note(n);
+  for (const auto& n : hw.notices())
+    note(n);
 
   scope_request request;
   request.gpus = settings.gpus;
@@ -226,14 +244,16 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   scope_result scope = select_devices(hw.devices(), request, [this](std::string_view mig) {
     return sampler_->on_thread([&](backend& b) { return b.parent_of_mig(mig); });
   });
-  for (const auto& n : scope.notes) note(n);
+  for (const auto& n : scope.notes)
+    note(n);
 
   for (std::size_t i : scope.devices) {
     const device_info& d = hw.devices()[i];
     if (d.method() == energy_method::none) {
-      note(fmt::format("GPU {} ({}) has neither an energy counter nor a power reading; it is not "
-                       "measured (to estimate it, use --backend sim with its model)",
-                       d.index, d.name));
+      note(
+          fmt::format("GPU {} ({}) has neither an energy counter nor a power reading; it is not "
+                      "measured (to estimate it, use --backend sim with its model)",
+                      d.index, d.name));
       continue;
     }
     measured_.push_back(i);
@@ -250,7 +270,8 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.labels = settings.labels;
   ctx_.command = settings.command;
   ctx_.backend = hw.meta();
-  for (std::size_t i : measured_) ctx_.devices.push_back(hw.devices()[i]);
+  for (std::size_t i : measured_)
+    ctx_.devices.push_back(hw.devices()[i]);
   ctx_.scope = std::move(scope);
   ctx_.notices = hw.notices();
   ctx_.interval_ms = static_cast<double>(settings.interval.count());
@@ -266,7 +287,9 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
 
 measurement::~measurement() = default;
 
-void measurement::start() { sampler_->start(measured_); }
+void measurement::start() {
+  sampler_->start(measured_);
+}
 
 void measurement::child_started(mono_time t) {
   ctx_.start_mono = t;
@@ -289,12 +312,14 @@ void measurement::add_window(const window_result& w) {
   r.end_t = std::max(r.end_t, w.end_t);
   r.energy_uj += w.energy_uj;
   r.ticks += w.ticks;
-  if (w.peak_power_w && (!r.peak_power_w || *w.peak_power_w > *r.peak_power_w)) r.peak_power_w = w.peak_power_w;
+  if (w.peak_power_w && (!r.peak_power_w || *w.peak_power_w > *r.peak_power_w))
+    r.peak_power_w = w.peak_power_w;
   for (std::size_t d = 0; d < r.devices.size() && d < w.devices.size(); ++d) {
     device_window& a = r.devices[d];
     const device_window& b = w.devices[d];
     if (b.energy_uj) a.energy_uj = a.energy_uj.value_or(0) + *b.energy_uj;
-    if (b.peak_power_w && (!a.peak_power_w || *b.peak_power_w > *a.peak_power_w)) a.peak_power_w = b.peak_power_w;
+    if (b.peak_power_w && (!a.peak_power_w || *b.peak_power_w > *a.peak_power_w))
+      a.peak_power_w = b.peak_power_w;
     // A device measured two ways over the run (its counter stopped) is reported as polled.
     if (a.method != b.method && b.method != energy_method::none) {
       a.method = a.method == energy_method::none ? b.method : energy_method::polled;
@@ -327,7 +352,8 @@ int measurement::finish(const child_process& child, const std::string& extra_jso
     d.reset_estimated_j = tl.reset_estimated_j();
     d.read_errors = tl.read_errors();
     d.last_error_code = tl.last_error_code();
-    if (tl.lost_at() && *tl.lost_at() < monotonic_seconds(out.end_mono)) d.lost_at_s = *tl.lost_at() - start;
+    if (tl.lost_at() && *tl.lost_at() < monotonic_seconds(out.end_mono))
+      d.lost_at_s = *tl.lost_at() - start;
     if (tl.counter_lost_at()) d.counter_lost_at_s = std::max(0.0, *tl.counter_lost_at() - start);
     out.devices.push_back(d);
   }

@@ -57,7 +57,8 @@ std::string wrap(std::string_view text, std::size_t indent, std::size_t col, std
 }
 
 std::string unknown_option(const command_spec& spec, std::string_view arg) {
-  return fmt::format("unknown option '{}' for joules {}; see joules {} --help", arg, spec.name, spec.name);
+  return fmt::format("unknown option '{}' for joules {}; see joules {} --help", arg, spec.name,
+                     spec.name);
 }
 
 }  // namespace
@@ -107,7 +108,8 @@ parsed_args parse(const command_spec& spec, std::span<const std::string> args) {
       std::optional<std::string> inline_value;
       if (eq != std::string_view::npos) inline_value = std::string(body.substr(eq + 1));
       if (o->value_name.empty()) {
-        if (inline_value) throw usage_error(fmt::format("--{} takes no value (got '{}')", o->name, *inline_value));
+        if (inline_value)
+          throw usage_error(fmt::format("--{} takes no value (got '{}')", o->name, *inline_value));
         store(*o, "");
       } else {
         store(*o, take_value(*o, inline_value));
@@ -128,11 +130,12 @@ parsed_args parse(const command_spec& spec, std::span<const std::string> args) {
     }
     break;  // the first positional argument
   }
-  for (; i < args.size(); ++i) out.positional_.push_back(args[i]);
+  for (; i < args.size(); ++i)
+    out.positional_.push_back(args[i]);
   if (out.has("help")) return out;
   if (spec.positional == positional_kind::none && !out.positional_.empty()) {
-    throw usage_error(fmt::format("joules {} takes no argument '{}'; see joules {} --help", spec.name,
-                                  out.positional_.front(), spec.name));
+    throw usage_error(fmt::format("joules {} takes no argument '{}'; see joules {} --help",
+                                  spec.name, out.positional_.front(), spec.name));
   }
   return out;
 }
@@ -192,8 +195,9 @@ std::string man_page(std::span<const command_spec* const> commands) {
     if (!o.empty() && (o[0] == '.' || o[0] == '\'')) o.insert(0, "\\&");
     return o;
   };
-  std::string out = ".TH JOULES 1\n.SH NAME\njoules \\- energy of GPU workloads, per run, per step, per token\n"
-                    ".SH SYNOPSIS\n.B joules\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n.SH COMMANDS\n";
+  std::string out =
+      ".TH JOULES 1\n.SH NAME\njoules \\- energy of GPU workloads, per run, per step, per token\n"
+      ".SH SYNOPSIS\n.B joules\n\\fICOMMAND\\fR [\\fIOPTIONS\\fR]\n.SH COMMANDS\n";
   for (const auto* c : commands) {
     out += fmt::format(".SS joules {} {}\n{}\n", c->name, escape(c->usage), escape(c->summary));
     for (const auto& para : split(c->description, '\n')) {
@@ -216,7 +220,8 @@ std::string bash_completion(std::span<const command_spec* const> commands) {
   for (const auto* c : commands) {
     names += fmt::format("{} ", c->name);
     std::string opts;
-    for (const auto& o : c->options) opts += fmt::format("--{} ", o.name);
+    for (const auto& o : c->options)
+      opts += fmt::format("--{} ", o.name);
     cases += fmt::format("    {}) opts=\"{}\" ;;\n", c->name, trim(opts));
   }
   return fmt::format(

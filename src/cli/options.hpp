@@ -16,10 +16,10 @@
 namespace joules::cli {
 
 struct option_spec {
-  std::string_view name;        // long name without dashes: "interval"
-  char short_name = 0;          // 'h' for -h, or 0
-  std::string_view value_name;  // "MS"; empty for a flag
-  std::string_view help;        // one or two sentences
+  std::string_view name;               // long name without dashes: "interval"
+  char short_name = 0;                 // 'h' for -h, or 0
+  std::string_view value_name;         // "MS"; empty for a flag
+  std::string_view help;               // one or two sentences
   std::string_view default_text = {};  // shown as "(default: ...)"
   bool repeatable = false;
   std::string_view group = {};  // heading under which --help lists it
@@ -32,9 +32,9 @@ enum class positional_kind {
 };
 
 struct command_spec {
-  std::string_view name;     // "run"
-  std::string_view summary;  // one line for `joules --help`
-  std::string_view usage;    // after "joules NAME ": "[OPTIONS] [--] CMD [ARGS...]"
+  std::string_view name;         // "run"
+  std::string_view summary;      // one line for `joules --help`
+  std::string_view usage;        // after "joules NAME ": "[OPTIONS] [--] CMD [ARGS...]"
   std::string_view description;  // paragraphs for `joules NAME --help`
   std::span<const option_spec> options;
   positional_kind positional = positional_kind::none;

@@ -2,8 +2,8 @@
 // stdin, stdout and stderr are its own; joules only watches it from the sampler thread and
 // prints one line when it ends.
 
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 
 #include "cli/commands.hpp"
 #include "cli/measure.hpp"
@@ -42,7 +42,8 @@ int run_main(const parsed_args& args) {
   child.spawn(options);
   m.child_started(child.start_time());
   child.wait();
-  for (const auto& w : m.child_ended(child)) m.add_window(w);
+  for (const auto& w : m.child_ended(child))
+    m.add_window(w);
   const int status = m.finish(child);
   if (m.must_exit_hard()) {
     // The sampler is stuck in a driver call that never returned; leave without waiting for it.

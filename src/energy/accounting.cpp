@@ -6,7 +6,9 @@
 namespace joules {
 namespace {
 
-microjoules to_microjoules(double j) { return static_cast<microjoules>(std::llround(j * 1e6)); }
+microjoules to_microjoules(double j) {
+  return static_cast<microjoules>(std::llround(j * 1e6));
+}
 
 void raise(std::optional<double>& peak, double v) {
   if (!peak || v > *peak) peak = v;
@@ -16,7 +18,8 @@ void raise(std::optional<double>& peak, double v) {
 
 accounting::accounting(const std::vector<device_info>& devices) {
   timelines_.reserve(devices.size());
-  for (const auto& d : devices) timelines_.emplace_back(d);
+  for (const auto& d : devices)
+    timelines_.emplace_back(d);
 }
 
 void accounting::push_boundary(double t) {
@@ -102,7 +105,8 @@ void accounting::resolve(bool final) {
   finish_windows(final);
   // Readings before the start of the oldest open window are no longer needed.
   if (!boundaries_.empty()) {
-    for (auto& tl : timelines_) tl.trim_before(boundaries_.front().t);
+    for (auto& tl : timelines_)
+      tl.trim_before(boundaries_.front().t);
   }
 }
 

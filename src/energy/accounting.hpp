@@ -39,7 +39,7 @@ struct window_result {
   std::uint64_t index = 0;  // 0 for the window opened by the first boundary
   double start_t = 0.0;
   double end_t = 0.0;
-  microjoules energy_uj = 0;  // sum over the devices that have energy
+  microjoules energy_uj = 0;           // sum over the devices that have energy
   std::optional<double> peak_power_w;  // the peak of per-tick sums over devices
   std::size_t ticks = 0;
   std::vector<device_window> devices;
@@ -80,7 +80,7 @@ class accounting {
     double t = 0.0;
     bool resolved = false;
     std::vector<std::optional<microjoules>> energy_uj;  // per device, once resolved
-    window_stats stats;  // of the window that starts here
+    window_stats stats;                                 // of the window that starts here
   };
 
   void drain_incoming();

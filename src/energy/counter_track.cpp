@@ -87,7 +87,8 @@ void counter_track::begin_burst() {
 void counter_track::end_burst() {
   in_burst_ = false;
   if (model_ == model_kind::unknown && burst_reads_ >= kMinBurstReads &&
-      static_cast<double>(burst_changed_reads_) >= kContinuousShare * static_cast<double>(burst_reads_)) {
+      static_cast<double>(burst_changed_reads_) >=
+          kContinuousShare * static_cast<double>(burst_reads_)) {
     model_ = model_kind::continuous;
   } else if (burst_changes_.size() >= 2 && model_ != model_kind::continuous) {
     std::vector<double> diffs;
@@ -106,7 +107,8 @@ void counter_track::end_burst() {
     }
   }
   if (model_ == model_kind::periodic) {
-    for (double c : burst_changes_) learn_from_pinned(c);
+    for (double c : burst_changes_)
+      learn_from_pinned(c);
     replace_predicted();
   }
   // Place everything that waited for the model, oldest first.
@@ -215,10 +217,13 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
   return b->first.energy_j + slope(b->first, b->second) * (t - b->first.t);
 }
 
-bool counter_track::covers(double t) const { return !anchors_.empty() && anchors_.back().t >= t; }
+bool counter_track::covers(double t) const {
+  return !anchors_.empty() && anchors_.back().t >= t;
+}
 
 void counter_track::trim_before(double t) {
-  while (anchors_.size() >= 3 && anchors_[1].t <= t) anchors_.pop_front();
+  while (anchors_.size() >= 3 && anchors_[1].t <= t)
+    anchors_.pop_front();
 }
 
 }  // namespace joules

@@ -102,7 +102,8 @@ void device_timeline::calibrate() {
     const energy_anchor& a = anchors[i - 1];
     const energy_anchor& z = anchors[i];
     if (z.t <= calibrated_until_) continue;
-    const bool placed = (a.pinned && z.pinned) || counter_.model() == counter_track::model_kind::continuous;
+    const bool placed =
+        (a.pinned && z.pinned) || counter_.model() == counter_track::model_kind::continuous;
     if (!placed || power_.max_gap(a.t, z.t) > kDenseGapS) continue;
     const auto pa = power_.energy_at(a.t, false);
     const auto pz = power_.energy_at(z.t, false);
@@ -121,7 +122,8 @@ double device_timeline::calibration() const {
 
 energy_method device_timeline::method_between(double t0, double t1) const {
   (void)t0;
-  if (initial_method_ == energy_method::counter && counter_stopped_at_ && *counter_stopped_at_ < t1) {
+  if (initial_method_ == energy_method::counter && counter_stopped_at_ &&
+      *counter_stopped_at_ < t1) {
     return energy_method::polled;
   }
   return initial_method_;

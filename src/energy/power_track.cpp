@@ -44,12 +44,14 @@ double power_track::max_gap(double t0, double t1) const {
                              [](double x, const sample& s) { return x < s.t; });
   if (it != samples_.begin()) --it;
   double gap = 0.0;
-  for (; it + 1 != samples_.end() && it->t < t1; ++it) gap = std::max(gap, (it + 1)->t - it->t);
+  for (; it + 1 != samples_.end() && it->t < t1; ++it)
+    gap = std::max(gap, (it + 1)->t - it->t);
   return gap;
 }
 
 void power_track::trim_before(double t) {
-  while (samples_.size() >= 3 && samples_[1].t <= t) samples_.pop_front();
+  while (samples_.size() >= 3 && samples_[1].t <= t)
+    samples_.pop_front();
 }
 
 }  // namespace joules

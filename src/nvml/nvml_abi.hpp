@@ -278,7 +278,8 @@ struct nvmlC2cModeInfo_v1_t {
 };
 
 inline constexpr unsigned int kMemoryV2Version = struct_version(sizeof(nvmlMemory_v2_t), 2);
-inline constexpr unsigned int kTemperatureV1Version = struct_version(sizeof(nvmlTemperature_v1_t), 1);
+inline constexpr unsigned int kTemperatureV1Version =
+    struct_version(sizeof(nvmlTemperature_v1_t), 1);
 inline constexpr unsigned int kPowerValueV2Version = struct_version(sizeof(nvmlPowerValue_v2_t), 2);
 inline constexpr unsigned int kProcessDetailListV1Version =
     struct_version(sizeof(nvmlProcessDetailList_v1_t), 1);

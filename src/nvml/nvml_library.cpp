@@ -64,7 +64,8 @@ std::unique_ptr<library> library::open(const std::string& path) {
 
   const auto& fn = lib->fn_;
   auto init = fn.nvmlInit_v2 != nullptr ? fn.nvmlInit_v2 : fn.nvmlInit;
-  lib->count_ = fn.nvmlDeviceGetCount_v2 != nullptr ? fn.nvmlDeviceGetCount_v2 : fn.nvmlDeviceGetCount;
+  lib->count_ =
+      fn.nvmlDeviceGetCount_v2 != nullptr ? fn.nvmlDeviceGetCount_v2 : fn.nvmlDeviceGetCount;
   lib->handle_by_index_ = fn.nvmlDeviceGetHandleByIndex_v2 != nullptr
                               ? fn.nvmlDeviceGetHandleByIndex_v2
                               : fn.nvmlDeviceGetHandleByIndex;
@@ -87,9 +88,10 @@ std::unique_ptr<library> library::open(const std::string& path) {
     } else if (rc == kErrorUnknown) {
       hint = "; inside a container this often means the container lost its GPUs (recreate it)";
     }
-    throw fatal_error(fmt::format("nvmlInit failed: {}{}; try joules with --backend sim to run "
-                                  "without a GPU",
-                                  lib->error_string(rc), hint));
+    throw fatal_error(
+        fmt::format("nvmlInit failed: {}{}; try joules with --backend sim to run "
+                    "without a GPU",
+                    lib->error_string(rc), hint));
   }
   lib->initialised_ = true;
   return lib;

@@ -44,9 +44,9 @@ class library {
   // "NVML_ERROR_GPU_IS_LOST"-style text from nvmlErrorString, or the number when unavailable.
   std::string error_string(nvmlReturn_t code) const;
 
-  const std::string& path() const { return path_; }  // the file actually loaded
-  std::string driver_version() const;                // "" when unknown
-  std::string nvml_version() const;                  // "" when unknown
+  const std::string& path() const { return path_; }   // the file actually loaded
+  std::string driver_version() const;                 // "" when unknown
+  std::string nvml_version() const;                   // "" when unknown
   int symbol_count() const { return symbol_count_; }  // entry points found, of kKnownSymbols
   static int known_symbol_count();
 

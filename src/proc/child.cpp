@@ -29,7 +29,8 @@ constexpr int kForwarded[] = {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2
 sigset_t watched_set() {
   sigset_t set;
   sigemptyset(&set);
-  for (int s : kForwarded) sigaddset(&set, s);
+  for (int s : kForwarded)
+    sigaddset(&set, s);
   sigaddset(&set, SIGCHLD);
   sigaddset(&set, SIGWINCH);
   return set;
@@ -70,7 +71,8 @@ std::vector<std::string> child_environment(const std::vector<std::string>& extra
 std::vector<char*> c_strings(std::vector<std::string>& v) {
   std::vector<char*> out;
   out.reserve(v.size() + 1);
-  for (auto& s : v) out.push_back(s.data());
+  for (auto& s : v)
+    out.push_back(s.data());
   out.push_back(nullptr);
   return out;
 }
@@ -90,8 +92,9 @@ std::string child_process::resolve_command(const std::string& argv0) {
     if (!exists(argv0)) {
       throw fatal_error(fmt::format("cannot run '{}': no such file", argv0), kExitNotFound);
     }
-    throw fatal_error(fmt::format("cannot run '{}': not an executable file (permission denied)", argv0),
-                      kExitCannotExecute);
+    throw fatal_error(
+        fmt::format("cannot run '{}': not an executable file (permission denied)", argv0),
+        kExitCannotExecute);
   }
   const char* path_env = std::getenv("PATH");
   const std::string path = path_env != nullptr ? path_env : "/usr/local/bin:/usr/bin:/bin";
@@ -102,14 +105,17 @@ std::string child_process::resolve_command(const std::string& argv0) {
     if (!not_executable && exists(candidate)) not_executable = candidate;
   }
   if (not_executable) {
-    throw fatal_error(
-        fmt::format("cannot run '{}': {} is not executable (permission denied)", argv0, *not_executable),
-        kExitCannotExecute);
+    throw fatal_error(fmt::format("cannot run '{}': {} is not executable (permission denied)",
+                                  argv0, *not_executable),
+                      kExitCannotExecute);
   }
-  throw fatal_error(fmt::format("cannot run '{}': command not found in PATH", argv0), kExitNotFound);
+  throw fatal_error(fmt::format("cannot run '{}': command not found in PATH", argv0),
+                    kExitNotFound);
 }
 
-void child_process::reset_sigpipe_in_child(bool reset) { g_reset_sigpipe = reset; }
+void child_process::reset_sigpipe_in_child(bool reset) {
+  g_reset_sigpipe = reset;
+}
 
 void child_process::block_signals() {
   sigset_t set = watched_set();
@@ -139,7 +145,8 @@ void child_process::spawn(const spawn_options& options) {
   // Its own process group, so that signals reach everything it starts (torchrun's workers);
   // a clean signal mask, because ours blocks what the signalfd reads.  Ignored signals stay
   // ignored, as after any exec (nohup keeps working).
-  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
+  posix_spawnattr_setflags(&attr,
+                           POSIX_SPAWN_SETPGROUP | POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF);
   posix_spawnattr_setpgroup(&attr, 0);
   sigset_t empty;
   sigemptyset(&empty);
@@ -148,7 +155,8 @@ void child_process::spawn(const spawn_options& options) {
   sigemptyset(&defaults);
   if (g_reset_sigpipe) sigaddset(&defaults, SIGPIPE);
   posix_spawnattr_setsigdefault(&attr, &defaults);
-  for (const auto& [ours, theirs] : options.dup2) posix_spawn_file_actions_adddup2(&actions, ours, theirs);
+  for (const auto& [ours, theirs] : options.dup2)
+    posix_spawn_file_actions_adddup2(&actions, ours, theirs);
   // An interactive child must own the terminal, or reading it would stop it (SIGTTIN).  The
   // child takes it itself before exec, so it can never read the terminal too early.
   const bool terminal = !options.controlling_tty_fd && owns_terminal();
@@ -163,10 +171,11 @@ void child_process::spawn(const spawn_options& options) {
   posix_spawn_file_actions_destroy(&actions);
   posix_spawnattr_destroy(&attr);
   if (rc != 0) {
-    const int status = rc == ENOENT ? kExitNotFound
+    const int status = rc == ENOENT                      ? kExitNotFound
                        : (rc == EACCES || rc == ENOEXEC) ? kExitCannotExecute
                                                          : kExitCannotMeasure;
-    throw fatal_error(fmt::format("cannot run '{}': {}", options.argv[0], std::strerror(rc)), status);
+    throw fatal_error(fmt::format("cannot run '{}': {}", options.argv[0], std::strerror(rc)),
+                      status);
   }
   gave_terminal_ = terminal;
 }

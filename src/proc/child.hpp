@@ -22,9 +22,9 @@ namespace joules {
 
 struct spawn_options {
   std::vector<std::string> argv;
-  std::vector<std::pair<int, int>> dup2;   // {our fd, child fd}: the child's stdio for `wrap`
-  std::vector<std::string> extra_env;      // "KEY=VALUE" added to our environment
-  std::optional<int> controlling_tty_fd;   // `wrap` with a pty: the child's side of it
+  std::vector<std::pair<int, int>> dup2;  // {our fd, child fd}: the child's stdio for `wrap`
+  std::vector<std::string> extra_env;     // "KEY=VALUE" added to our environment
+  std::optional<int> controlling_tty_fd;  // `wrap` with a pty: the child's side of it
 };
 
 class child_process {

@@ -29,8 +29,8 @@ winsize size_of(int fd) {
 pty_pair::pty_pair(int size_from_fd) {
   winsize ws = size_of(size_from_fd);
   if (openpty(&master_, &slave_, nullptr, nullptr, &ws) != 0) {
-    throw fatal_error(fmt::format("cannot open a pseudo-terminal for the command: {} (try --no-pty)",
-                                  std::strerror(errno)));
+    throw fatal_error(fmt::format(
+        "cannot open a pseudo-terminal for the command: {} (try --no-pty)", std::strerror(errno)));
   }
   termios t{};
   if (tcgetattr(slave_, &t) == 0) {

@@ -17,13 +17,15 @@ jsonl_sink jsonl_sink::open_file(const std::string& path, mode m) {
   const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (m == mode::append ? O_APPEND : O_TRUNC);
   const int fd = ::open(path.c_str(), flags, 0644);
   if (fd < 0) {
-    throw usage_error(fmt::format("--output '{}': cannot open it for writing: {}", path,
-                                  std::strerror(errno)));
+    throw usage_error(
+        fmt::format("--output '{}': cannot open it for writing: {}", path, std::strerror(errno)));
   }
   return jsonl_sink(fd, true, path);
 }
 
-jsonl_sink jsonl_sink::adopt_fd(int fd, std::string name) { return jsonl_sink(fd, false, std::move(name)); }
+jsonl_sink jsonl_sink::adopt_fd(int fd, std::string name) {
+  return jsonl_sink(fd, false, std::move(name));
+}
 
 jsonl_sink::jsonl_sink(jsonl_sink&& o) noexcept
     : fd_(o.fd_), owned_(o.owned_), name_(std::move(o.name_)), failed_(o.failed_) {

@@ -34,7 +34,8 @@ class jsonl_sink {
   const std::string& name() const { return name_; }
 
  private:
-  jsonl_sink(int fd, bool owned, std::string name) : fd_(fd), owned_(owned), name_(std::move(name)) {}
+  jsonl_sink(int fd, bool owned, std::string name)
+      : fd_(fd), owned_(owned), name_(std::move(name)) {}
 
   int fd_;
   bool owned_;

@@ -18,7 +18,8 @@ void common_record_fields(json_writer& w, std::string_view type, const run_conte
   w.field("run_id", ctx.run_id);
   w.field("hostname", ctx.hostname);
   w.key("labels").begin_object();
-  for (const auto& [k, v] : ctx.labels) w.field(k, v);
+  for (const auto& [k, v] : ctx.labels)
+    w.field(k, v);
   w.end_object();
 }
 
@@ -32,7 +33,8 @@ std::string signal_name(int sig) {
 std::string device_summary(const std::vector<device_info>& devices) {
   std::vector<std::pair<std::string, int>> groups;
   for (const auto& d : devices) {
-    auto it = std::find_if(groups.begin(), groups.end(), [&](const auto& g) { return g.first == d.name; });
+    auto it = std::find_if(groups.begin(), groups.end(),
+                           [&](const auto& g) { return g.first == d.name; });
     if (it == groups.end()) {
       groups.emplace_back(d.name, 1);
     } else {
@@ -56,10 +58,14 @@ std::string format_wh(double j) {
 
 std::string_view to_string(run_status s) {
   switch (s) {
-    case run_status::completed: return "completed";
-    case run_status::interrupted: return "interrupted";
-    case run_status::child_failed: return "child_failed";
-    case run_status::measurement_degraded: return "measurement_degraded";
+    case run_status::completed:
+      return "completed";
+    case run_status::interrupted:
+      return "interrupted";
+    case run_status::child_failed:
+      return "child_failed";
+    case run_status::measurement_degraded:
+      return "measurement_degraded";
   }
   return "completed";
 }
@@ -70,19 +76,22 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
     const auto& d = out.devices[i];
     const unsigned idx = ctx.devices[i].index;
     if (d.lost_at_s) {
-      why.push_back(fmt::format("GPU {} stopped reporting {:.3f} s after the start; its energy "
-                                "after that is not counted",
-                                idx, *d.lost_at_s));
+      why.push_back(
+          fmt::format("GPU {} stopped reporting {:.3f} s after the start; its energy "
+                      "after that is not counted",
+                      idx, *d.lost_at_s));
     }
     if (d.counter_lost_at_s) {
-      why.push_back(fmt::format("GPU {}'s energy counter stopped {:.3f} s after the start; polled "
-                                "power was integrated from then on",
-                                idx, *d.counter_lost_at_s));
+      why.push_back(
+          fmt::format("GPU {}'s energy counter stopped {:.3f} s after the start; polled "
+                      "power was integrated from then on",
+                      idx, *d.counter_lost_at_s));
     }
     if (d.counter_resets > 0) {
-      why.push_back(fmt::format("GPU {}'s energy counter was reset {} time(s) (driver reload); "
-                                "{:.3f} J across the reset(s) is estimated",
-                                idx, d.counter_resets, d.reset_estimated_j));
+      why.push_back(
+          fmt::format("GPU {}'s energy counter was reset {} time(s) (driver reload); "
+                      "{:.3f} J across the reset(s) is estimated",
+                      idx, d.counter_resets, d.reset_estimated_j));
     }
     if (d.read_errors > 0) {
       why.push_back(fmt::format("GPU {}: {} reading(s) failed", idx, d.read_errors));
@@ -92,17 +101,20 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
     }
   }
   if (out.sampler_abandoned) {
-    why.push_back("the last readings never came back (a hung driver call); totals end at the last "
-                  "reading that did");
+    why.push_back(
+        "the last readings never came back (a hung driver call); totals end at the last "
+        "reading that did");
   }
-  if (out.records_lost > 0) why.push_back(fmt::format("{} record(s) could not be written", out.records_lost));
+  if (out.records_lost > 0)
+    why.push_back(fmt::format("{} record(s) could not be written", out.records_lost));
   return why;
 }
 
 run_status status_of(const run_context& ctx, const run_outcome& out) {
-  const bool by_user_signal = out.forwarded_signal.has_value() ||
-                              (out.exit_signal && (*out.exit_signal == SIGINT || *out.exit_signal == SIGTERM ||
-                                                   *out.exit_signal == SIGHUP));
+  const bool by_user_signal =
+      out.forwarded_signal.has_value() ||
+      (out.exit_signal &&
+       (*out.exit_signal == SIGINT || *out.exit_signal == SIGTERM || *out.exit_signal == SIGHUP));
   if (by_user_signal) return run_status::interrupted;
   if (out.exit_status != 0) return run_status::child_failed;
   if (!degradations(ctx, out).empty()) return run_status::measurement_degraded;
@@ -129,30 +141,40 @@ std::string session_start_record(const run_context& ctx) {
   w.field("joules_version", JOULES_VERSION);
   w.field("subcommand", ctx.subcommand);
   w.key("command").begin_array();
-  for (const auto& a : ctx.command) w.value(a);
+  for (const auto& a : ctx.command)
+    w.value(a);
   w.end_array();
   w.field("pid", static_cast<std::int64_t>(getpid()));
   w.field("start_time", iso8601_utc(ctx.start_wall));
   w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
   w.field("interval_ms", ctx.interval_ms);
   w.field("backend", ctx.backend.backend);
-  w.field("driver_version", ctx.backend.driver_version.empty() ? std::optional<std::string>()
-                                                               : std::optional(ctx.backend.driver_version));
-  w.field("nvml_version", ctx.backend.library_version.empty() ? std::optional<std::string>()
-                                                              : std::optional(ctx.backend.library_version));
-  w.field("nvml_library", ctx.backend.library_path.empty() ? std::optional<std::string>()
-                                                           : std::optional(ctx.backend.library_path));
-  w.key("scope").begin_object().field("source", ctx.scope.source).field("value", ctx.scope.value).end_object();
+  w.field("driver_version", ctx.backend.driver_version.empty()
+                                ? std::optional<std::string>()
+                                : std::optional(ctx.backend.driver_version));
+  w.field("nvml_version", ctx.backend.library_version.empty()
+                              ? std::optional<std::string>()
+                              : std::optional(ctx.backend.library_version));
+  w.field("nvml_library", ctx.backend.library_path.empty()
+                              ? std::optional<std::string>()
+                              : std::optional(ctx.backend.library_path));
+  w.key("scope")
+      .begin_object()
+      .field("source", ctx.scope.source)
+      .field("value", ctx.scope.value)
+      .end_object();
   w.key("devices").begin_array();
   for (const auto& d : ctx.devices) {
     w.begin_object();
     w.field("index", d.index).field("uuid", d.uuid).field("pci_bus_id", d.pci_bus_id);
     w.field("name", d.name);
-    w.field("architecture", d.architecture.empty() ? std::optional<std::string>() : std::optional(d.architecture));
+    w.field("architecture",
+            d.architecture.empty() ? std::optional<std::string>() : std::optional(d.architecture));
     w.field("method", to_string(d.method()));
     w.field("energy_counter", d.has_energy_counter);
     w.field("power_source", to_string(d.power));
-    w.field("power_window_s", d.power_window ? std::optional(d.power_window->count()) : std::nullopt);
+    w.field("power_window_s",
+            d.power_window ? std::optional(d.power_window->count()) : std::nullopt);
     w.field("power_limit_w", d.power_limit ? std::optional(d.power_limit->value) : std::nullopt);
     w.field("default_power_limit_w",
             d.default_power_limit ? std::optional(d.default_power_limit->value) : std::nullopt);
@@ -160,7 +182,8 @@ std::string session_start_record(const run_context& ctx) {
   }
   w.end_array();
   w.key("notices").begin_array();
-  for (const auto& n : ctx.notices) w.value(n);
+  for (const auto& n : ctx.notices)
+    w.value(n);
   w.end_array();
   w.end_object();
   return w.take();
@@ -177,7 +200,8 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
   w.field("status", to_string(status_of(ctx, out)));
   w.field("degraded", !why.empty());
   w.key("degradations").begin_array();
-  for (const auto& s : why) w.value(s);
+  for (const auto& s : why)
+    w.value(s);
   w.end_array();
   w.field("exit_status", out.exit_status);
   w.field("exit_code", out.exit_code);
@@ -223,7 +247,8 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
 std::string summary_line(const run_context& ctx, const run_outcome& out) {
   const double duration = seconds_between(ctx.start_mono, out.end_mono);
   const double energy = to_joules(out.window.energy_uj).value;
-  std::string s = fmt::format("joules: {} ({}) in {:.2f} s", format_joules(energy), format_wh(energy), duration);
+  std::string s = fmt::format("joules: {} ({}) in {:.2f} s", format_joules(energy),
+                              format_wh(energy), duration);
   if (duration > 0) s += fmt::format(", avg {:.0f} W", energy / duration);
   if (out.window.peak_power_w) s += fmt::format(", peak {:.0f} W", *out.window.peak_power_w);
   s += fmt::format("; {}; {}, {} samples", device_summary(ctx.devices), run_method(out.window),
@@ -235,7 +260,8 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
     s += fmt::format("; command exited with {}", out.exit_status);
   }
   const auto why = degradations(ctx, out);
-  for (const auto& reason : why) s += fmt::format("; {}", reason);
+  for (const auto& reason : why)
+    s += fmt::format("; {}", reason);
   return s;
 }
 

@@ -8,7 +8,8 @@ namespace {
 std::vector<device_info> selected_infos(const backend& b, const std::vector<std::size_t>& devices) {
   std::vector<device_info> out;
   out.reserve(devices.size());
-  for (std::size_t i : devices) out.push_back(b.devices()[i]);
+  for (std::size_t i : devices)
+    out.push_back(b.devices()[i]);
   return out;
 }
 
@@ -23,7 +24,8 @@ bool counter_characterised(std::size_t reads, std::size_t changes) {
 }  // namespace
 
 sampler::sampler(const backend_options& backend, sampler_options options) : options_(options) {
-  thread_ = std::jthread([this, backend](std::stop_token stop) { thread_main(std::move(stop), backend); });
+  thread_ = std::jthread(
+      [this, backend](std::stop_token stop) { thread_main(std::move(stop), backend); });
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return opened_; });
   if (open_error_) {
@@ -59,7 +61,8 @@ void sampler::thread_main(std::stop_token stop, backend_options options) {
   // Serve jobs until sampling starts (or the sampler is dropped before it does).
   while (true) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock, [&] { return task_ || start_requested_ || finishing_ || stop.stop_requested(); });
+    cv_.wait(lock,
+             [&] { return task_ || start_requested_ || finishing_ || stop.stop_requested(); });
     if (task_) {
       auto task = std::move(task_);
       task_ = nullptr;
@@ -163,7 +166,8 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   }
   ticks_.fetch_add(1);
   publish(end);
-  for (const auto& w : done) on_window_(w);
+  for (const auto& w : done)
+    on_window_(w);
   return counters;
 }
 
@@ -202,7 +206,8 @@ void sampler::start_burst(std::stop_token& stop) {
   edge_requested_.store(false);
   std::lock_guard lock(mu_);
   if (abandoned_) return;
-  for (std::size_t k = 0; k < devices_.size(); ++k) accounting_->timeline(k).end_burst();
+  for (std::size_t k = 0; k < devices_.size(); ++k)
+    accounting_->timeline(k).end_burst();
 }
 
 void sampler::edge_burst(std::stop_token& stop, bool finishing) {
@@ -249,7 +254,8 @@ void sampler::run(std::stop_token stop) {
   {
     // Hold every counter's first values until the start burst has learnt how it advances.
     std::lock_guard lock(mu_);
-    for (std::size_t k = 0; k < devices_.size(); ++k) accounting_->timeline(k).begin_burst();
+    for (std::size_t k = 0; k < devices_.size(); ++k)
+      accounting_->timeline(k).begin_burst();
   }
   read_round();
   {
@@ -279,7 +285,8 @@ void sampler::run(std::stop_token stop) {
     next += options_.interval;
     // A tick that overran (a slow backend call) skips the slots it missed but stays on the grid.
     const mono_time now = steady::now();
-    while (next <= now) next += options_.interval;
+    while (next <= now)
+      next += options_.interval;
   }
   if (!is_finishing()) return;
 
@@ -324,11 +331,13 @@ std::vector<window_result> sampler::finish(mono_time end) {
 
 void sampler::read_health() {
   std::vector<health_reading> h(devices_.size());
-  for (std::size_t k = 0; k < devices_.size(); ++k) h[k] = backend_->read_health(devices_[k]);
+  for (std::size_t k = 0; k < devices_.size(); ++k)
+    h[k] = backend_->read_health(devices_[k]);
   {
     std::lock_guard lock(mu_);
     if (abandoned_) return;
-    for (std::size_t k = 0; k < devices_.size(); ++k) last_health_[k] = std::move(h[k]);
+    for (std::size_t k = 0; k < devices_.size(); ++k)
+      last_health_[k] = std::move(h[k]);
   }
   publish(steady::now());
 }

@@ -53,7 +53,7 @@ struct sampler_snapshot {
     std::optional<double> energy_j;           // since the sampler's first reading
     std::optional<std::uint64_t> counter_mj;  // the raw counter (mJ since the driver loaded)
     bool lost = false;
-    std::optional<health_reading> health;     // the latest, when health readings are on
+    std::optional<health_reading> health;  // the latest, when health readings are on
   };
   std::vector<device> devices;
 };
@@ -142,9 +142,9 @@ class sampler {
 
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const sampler_snapshot> snapshot_;
-  std::vector<std::optional<double>> last_power_w_;          // guarded by mu_
+  std::vector<std::optional<double>> last_power_w_;            // guarded by mu_
   std::vector<std::optional<std::uint64_t>> last_counter_mj_;  // guarded by mu_
-  std::vector<std::optional<health_reading>> last_health_;   // guarded by mu_
+  std::vector<std::optional<health_reading>> last_health_;     // guarded by mu_
   mono_time next_health_{};
 
   std::jthread thread_;

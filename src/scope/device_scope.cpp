@@ -48,7 +48,8 @@ std::string lower(std::string_view s) {
 std::string index_list(const std::vector<device_info>& devices) {
   if (devices.empty()) return "none";
   std::vector<unsigned> idx;
-  for (const auto& d : devices) idx.push_back(d.index);
+  for (const auto& d : devices)
+    idx.push_back(d.index);
   std::sort(idx.begin(), idx.end());
   const bool contiguous = idx.back() - idx.front() + 1 == idx.size();
   if (contiguous && idx.size() > 2) return fmt::format("{}-{}", idx.front(), idx.back());
@@ -104,7 +105,8 @@ struct resolver {
 
 std::vector<std::size_t> all_devices(const std::vector<device_info>& devices) {
   std::vector<std::size_t> out(devices.size());
-  for (std::size_t i = 0; i < out.size(); ++i) out[i] = i;
+  for (std::size_t i = 0; i < out.size(); ++i)
+    out[i] = i;
   return out;
 }
 
@@ -120,12 +122,14 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
       index_list(devices));
   for (const auto& raw : split(value, ',')) {
     const std::string_view token = trim(raw);
-    if (token.empty()) throw usage_error(fmt::format("--gpus '{}': empty entry; {}", value, accepted));
+    if (token.empty())
+      throw usage_error(fmt::format("--gpus '{}': empty entry; {}", value, accepted));
     const auto found = r.resolve(token);
     if (!found) {
-      if (token.find('-') != std::string_view::npos && parse_index(token.substr(0, token.find('-')))) {
-        throw usage_error(fmt::format("--gpus '{}': ranges such as '{}' are not accepted; {}", value,
-                                      token, accepted));
+      if (token.find('-') != std::string_view::npos &&
+          parse_index(token.substr(0, token.find('-')))) {
+        throw usage_error(fmt::format("--gpus '{}': ranges such as '{}' are not accepted; {}",
+                                      value, token, accepted));
       }
       if (parse_index(token)) {
         throw usage_error(fmt::format("--gpus '{}': no GPU has index {}; this machine's GPUs: {}",
@@ -135,16 +139,15 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
                                     token, accepted));
     }
     if (std::find(out.devices.begin(), out.devices.end(), *found) != out.devices.end()) {
-      throw usage_error(fmt::format("--gpus '{}': GPU {} is named twice", value,
-                                    devices[*found].index));
+      throw usage_error(
+          fmt::format("--gpus '{}': GPU {} is named twice", value, devices[*found].index));
     }
     out.devices.push_back(*found);
   }
   return out;
 }
 
-scope_result from_cuda_visible(const std::string& value,
-                               const resolver& r) {
+scope_result from_cuda_visible(const std::string& value, const resolver& r) {
   scope_result out{{}, "CUDA_VISIBLE_DEVICES", value, {}};
   for (const auto& raw : split(value, ',')) {
     const std::string_view token = trim(raw);
@@ -182,8 +185,9 @@ scope_result from_nvidia_visible(const std::vector<device_info>& devices, const 
   const auto tokens = split(value, ',');
   // Inside a container the runtime already narrowed NVML's view to these devices, and their host
   // indices no longer match NVML's: a list of as many indices as there are devices is all of them.
-  const bool all_indices = std::all_of(tokens.begin(), tokens.end(),
-                                       [](const std::string& t) { return parse_index(trim(t)).has_value(); });
+  const bool all_indices = std::all_of(tokens.begin(), tokens.end(), [](const std::string& t) {
+    return parse_index(trim(t)).has_value();
+  });
   if (all_indices && tokens.size() == devices.size()) {
     out.devices = all_devices(devices);
     return out;

@@ -8,8 +8,9 @@
 namespace joules {
 
 // Exit statuses of joules' own failures.  Everything else is the child's exit status.
-inline constexpr int kExitUsage = 2;          // bad input: nothing was started, no file truncated
-inline constexpr int kExitCannotMeasure = 125;  // joules could not do its job (as timeout(1), env(1))
+inline constexpr int kExitUsage = 2;  // bad input: nothing was started, no file truncated
+inline constexpr int kExitCannotMeasure =
+    125;  // joules could not do its job (as timeout(1), env(1))
 inline constexpr int kExitCannotExecute = 126;  // the command exists but cannot be run
 inline constexpr int kExitNotFound = 127;       // the command was not found
 

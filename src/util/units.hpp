@@ -32,8 +32,12 @@ struct joules_t {
   }
 };
 
-inline joules_t operator*(watts p, seconds t) { return {p.value * t.count()}; }
-inline watts operator/(joules_t e, seconds t) { return {e.value / t.count()}; }
+inline joules_t operator*(watts p, seconds t) {
+  return {p.value * t.count()};
+}
+inline watts operator/(joules_t e, seconds t) {
+  return {e.value / t.count()};
+}
 
 // Integer microjoules: window energies are differences of these, so setup + steps + tail equals
 // the run's total exactly (DESIGN.md invariant 2).  int64 holds 9.2e12 J.
@@ -42,6 +46,8 @@ using microjoules = std::int64_t;
 inline constexpr double kJoulesPerWattHour = 3600.0;
 inline constexpr double kJoulesPerMicrojoule = 1e-6;
 
-inline joules_t to_joules(microjoules uj) { return {static_cast<double>(uj) * kJoulesPerMicrojoule}; }
+inline joules_t to_joules(microjoules uj) {
+  return {static_cast<double>(uj) * kJoulesPerMicrojoule};
+}
 
 }  // namespace joules

@@ -32,12 +32,14 @@ class line_splitter {
       }
       // Find the next terminator in bulk: the common case is long runs of plain bytes.
       std::size_t j = i;
-      while (j < chunk.size() && chunk[j] != '\n' && chunk[j] != '\r') ++j;
+      while (j < chunk.size() && chunk[j] != '\n' && chunk[j] != '\r')
+        ++j;
       append(chunk.substr(i, j - i));
       if (j == chunk.size()) return;
       if (chunk[j] == '\r') pending_cr_ = true;
       // A \r\n inside this chunk ends after the \n.
-      const std::size_t end = chunk[j] == '\r' && j + 1 < chunk.size() && chunk[j + 1] == '\n' ? j + 2 : j + 1;
+      const std::size_t end =
+          chunk[j] == '\r' && j + 1 < chunk.size() && chunk[j + 1] == '\n' ? j + 2 : j + 1;
       on_line(std::string_view(line_), end);
       line_.clear();
       truncated_ = false;

@@ -45,7 +45,8 @@ void output_gate::release() {
   std::size_t done = 0;
   while (!markers_.empty()) {
     const marker m = markers_.front();
-    while (!ready_.empty() && ready_.front().first < m.window) ready_.pop_front();
+    while (!ready_.empty() && ready_.front().first < m.window)
+      ready_.pop_front();
     if (ready_.empty() || ready_.front().first != m.window) break;
     emit(ready_.front().second);
     ready_.pop_front();
@@ -61,12 +62,14 @@ void output_gate::release() {
   }
   if (done > 0) {
     held_.erase(0, done);
-    for (auto& mk : markers_) mk.offset -= done;
+    for (auto& mk : markers_)
+      mk.offset -= done;
   }
 }
 
 void output_gate::expire(mono_time now) {
-  if (!markers_.empty() && (now - markers_.front().since > kMaxHold || held_.size() > kMaxHeldBytes)) {
+  if (!markers_.empty() &&
+      (now - markers_.front().since > kMaxHold || held_.size() > kMaxHeldBytes)) {
     flush_all();
   }
 }

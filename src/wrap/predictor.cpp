@@ -21,7 +21,8 @@ void predictor::add_window(double run_energy_j, double end_s, std::optional<std:
 }
 
 std::optional<prediction> predictor::due(std::optional<std::uint64_t> total_steps) {
-  if (!basis_step_ || !total_steps || *total_steps == 0 || step_ <= *basis_step_) return std::nullopt;
+  if (!basis_step_ || !total_steps || *total_steps == 0 || step_ <= *basis_step_)
+    return std::nullopt;
   const std::uint64_t measured = step_ - *basis_step_;
   if (measured < predict_after_ || step_ > *total_steps) return std::nullopt;
   const int percent = static_cast<int>(100 * step_ / *total_steps);

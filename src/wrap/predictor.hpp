@@ -15,10 +15,10 @@ struct prediction {
   double energy_j = 0.0;    // the whole run, from start to the last step
   double duration_s = 0.0;  // likewise
   double remaining_s = 0.0;
-  double energy_per_step_j = 0.0;    // measured rate, overheads included
+  double energy_per_step_j = 0.0;  // measured rate, overheads included
   double duration_per_step_s = 0.0;
-  std::uint64_t basis_steps = 0;     // steps the rate comes from
-  int milestone_percent = 0;         // 0 for the first prediction, else 10, 50 or 90
+  std::uint64_t basis_steps = 0;  // steps the rate comes from
+  int milestone_percent = 0;      // 0 for the first prediction, else 10, 50 or 90
 };
 
 class predictor {

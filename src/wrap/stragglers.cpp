@@ -32,8 +32,8 @@ std::vector<std::optional<double>> straggler_detector::deviations(
   return out;
 }
 
-std::vector<straggler_event> straggler_detector::add(std::uint64_t step,
-                                                     const std::vector<std::optional<double>>& per_step_j) {
+std::vector<straggler_event> straggler_detector::add(
+    std::uint64_t step, const std::vector<std::optional<double>>& per_step_j) {
   std::vector<straggler_event> events;
   // With two GPUs the median sits between them and both look apart: three are needed.
   if (per_step_j.size() < 3) return events;
@@ -48,7 +48,8 @@ std::vector<straggler_event> straggler_detector::add(std::uint64_t step,
     // slow steps is noisy, not a straggler.
     const double m = median_of(std::vector<double>(h.begin(), h.end()));
     double mean = 0.0;
-    for (double v : h) mean += v;
+    for (double v : h)
+      mean += v;
     mean /= static_cast<double>(h.size());
     if (std::abs(m) > threshold_ && std::abs(mean) > threshold_ && (m > 0) == (mean > 0)) {
       warned_[d] = true;
@@ -66,10 +67,12 @@ std::string straggler_message(const straggler_event& e, unsigned gpu_index, cons
       "steps (at step {}); {}",
       gpu_index, uuid, std::abs(e.deviation) * 100.0, below ? "less" : "more", gpus, e.window_steps,
       e.at_step,
-      below ? "it is likely waiting for the others (a slow data loader or host on its rank, a stuck "
-              "collective) or throttled (thermal or power cap, a degraded PCIe link; see joules doctor)"
-            : "it is likely doing more work than its peers (uneven sharding or batches) or running "
-              "less efficiently (hot, throttled clocks with high power)");
+      below
+          ? "it is likely waiting for the others (a slow data loader or host on its rank, a stuck "
+            "collective) or throttled (thermal or power cap, a degraded PCIe link; see joules "
+            "doctor)"
+          : "it is likely doing more work than its peers (uneven sharding or batches) or running "
+            "less efficiently (hot, throttled clocks with high power)");
 }
 
 }  // namespace joules

@@ -14,8 +14,8 @@
 namespace joules {
 
 struct straggler_event {
-  std::size_t device = 0;          // index among the measured devices
-  double deviation = 0.0;          // median over the window, e.g. -0.23 for 23 % below
+  std::size_t device = 0;  // index among the measured devices
+  double deviation = 0.0;  // median over the window, e.g. -0.23 for 23 % below
   std::uint64_t at_step = 0;
   std::size_t window_steps = 0;
 };
@@ -26,10 +26,12 @@ class straggler_detector {
       : threshold_(threshold), window_(window), history_(devices), warned_(devices, false) {}
 
   // One step window: each device's energy per step (nullopt when unknown).
-  std::vector<straggler_event> add(std::uint64_t step, const std::vector<std::optional<double>>& per_step_j);
+  std::vector<straggler_event> add(std::uint64_t step,
+                                   const std::vector<std::optional<double>>& per_step_j);
 
   // Deviation of each device from the median of this step (nullopt when unknown).
-  static std::vector<std::optional<double>> deviations(const std::vector<std::optional<double>>& per_step_j);
+  static std::vector<std::optional<double>> deviations(
+      const std::vector<std::optional<double>>& per_step_j);
 
  private:
   double threshold_;

@@ -21,7 +21,9 @@ device_info polled_device() {
   return d;
 }
 
-double power_at(std::size_t device, double t) { return 200.0 + 100.0 * static_cast<double>(device) + 50.0 * std::sin(t); }
+double power_at(std::size_t device, double t) {
+  return 200.0 + 100.0 * static_cast<double>(device) + 50.0 * std::sin(t);
+}
 double energy_at(std::size_t device, double t) {
   return (200.0 + 100.0 * static_cast<double>(device)) * t + 50.0 * (1.0 - std::cos(t));
 }
@@ -54,12 +56,14 @@ TEST(Accounting, WindowsAddUpToTheTotalExactly) {
       next_boundary += gap(rng);
     }
     tick(acc, t);
-    for (auto& w : acc.take_finished()) windows.push_back(std::move(w));
+    for (auto& w : acc.take_finished())
+      windows.push_back(std::move(w));
   }
   acc.push_boundary(60.0);
   tick(acc, 60.05);
   acc.resolve(true);
-  for (auto& w : acc.take_finished()) windows.push_back(std::move(w));
+  for (auto& w : acc.take_finished())
+    windows.push_back(std::move(w));
   ASSERT_GT(windows.size(), 200U);
 
   microjoules sum = 0;
@@ -70,11 +74,13 @@ TEST(Accounting, WindowsAddUpToTheTotalExactly) {
       EXPECT_EQ(windows[i].start_t, windows[i - 1].end_t);
     }
     sum += windows[i].energy_uj;
-    for (std::size_t d = 0; d < 3; ++d) per_device[d] += *windows[i].devices[d].energy_uj;
+    for (std::size_t d = 0; d < 3; ++d)
+      per_device[d] += *windows[i].devices[d].energy_uj;
   }
   // Conservation: the sum of the windows is the whole, to the microjoule.
   microjoules device_sum = 0;
-  for (auto v : per_device) device_sum += v;
+  for (auto v : per_device)
+    device_sum += v;
   EXPECT_EQ(sum, device_sum);
   // And the whole is right: counters exact to a millijoule; polled power to the trapezoid rule.
   const double truth0 = energy_at(0, 60.0) - energy_at(0, 1.0);
@@ -88,7 +94,8 @@ TEST(Accounting, WindowsAddUpToTheTotalExactly) {
 TEST(Accounting, PeakIsThePeakOfPerTickSums) {
   accounting acc({polled_device(), polled_device()});
   acc.push_boundary(0.0);
-  const std::vector<std::pair<double, double>> powers = {{100, 400}, {300, 300}, {350, 100}, {200, 200}};
+  const std::vector<std::pair<double, double>> powers = {
+      {100, 400}, {300, 300}, {350, 100}, {200, 200}};
   double t = -0.05;
   for (const auto& [a, b] : powers) {
     for (std::size_t d = 0; d < 2; ++d) {
@@ -111,7 +118,8 @@ TEST(Accounting, PeakIsThePeakOfPerTickSums) {
 TEST(Accounting, ALostDeviceKeepsTheEnergyKnownUntilItWasLost) {
   accounting acc({counter_device(), counter_device()});
   acc.push_boundary(1.0);
-  for (double t = 0.95; t < 3.0; t += 0.1) tick(acc, t);
+  for (double t = 0.95; t < 3.0; t += 0.1)
+    tick(acc, t);
   device_reading lost;
   lost.status = read_status::lost;
   acc.timeline(1).add(3.05, lost);

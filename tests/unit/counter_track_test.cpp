@@ -40,7 +40,8 @@ void feed(counter_track& track, const fake_counter& c, double start, double end)
     track.add(t, v, std::nullopt);
   }
   track.end_burst();
-  for (t = start + 0.4; t < end; t += 0.1) track.add(t, c.read(t), std::nullopt);
+  for (t = start + 0.4; t < end; t += 0.1)
+    track.add(t, c.read(t), std::nullopt);
   track.add(end + 0.0005, c.read(end + 0.0005), std::nullopt);
   if (track.model() == counter_track::model_kind::periodic) {
     track.begin_burst();

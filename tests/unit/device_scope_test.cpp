@@ -9,8 +9,9 @@ namespace {
 
 std::vector<device_info> four_gpus() {
   std::vector<device_info> d(4);
-  const char* uuids[] = {"GPU-1a2b3c4d-0000-4000-8000-000000000000", "GPU-1a2b3c4d-0000-4000-8000-000000000001",
-                         "GPU-77777777-0000-4000-8000-000000000002", "GPU-88888888-0000-4000-8000-000000000003"};
+  const char* uuids[] = {
+      "GPU-1a2b3c4d-0000-4000-8000-000000000000", "GPU-1a2b3c4d-0000-4000-8000-000000000001",
+      "GPU-77777777-0000-4000-8000-000000000002", "GPU-88888888-0000-4000-8000-000000000003"};
   for (unsigned i = 0; i < 4; ++i) {
     d[i].index = i;
     d[i].uuid = uuids[i];
@@ -21,12 +22,15 @@ std::vector<device_info> four_gpus() {
 
 mig_parent_fn mig_to_gpu2() {
   return [](std::string_view mig) -> std::optional<std::string> {
-    if (mig == "MIG-11111111-2222-3333-4444-555555555555") return "GPU-77777777-0000-4000-8000-000000000002";
+    if (mig == "MIG-11111111-2222-3333-4444-555555555555")
+      return "GPU-77777777-0000-4000-8000-000000000002";
     return std::nullopt;
   };
 }
 
-std::vector<std::size_t> pick(const scope_request& r) { return select_devices(four_gpus(), r, mig_to_gpu2()).devices; }
+std::vector<std::size_t> pick(const scope_request& r) {
+  return select_devices(four_gpus(), r, mig_to_gpu2()).devices;
+}
 
 TEST(DeviceScope, DefaultsToEveryDeviceWhenNothingRestricts) {
   const auto s = select_devices(four_gpus(), {}, mig_to_gpu2());
@@ -93,7 +97,8 @@ TEST(DeviceScope, CudaVisibleDevicesIndicesUuidsAndMig) {
   r.cuda_visible_devices = "MIG-GPU-77777777-0000-4000-8000-000000000002/1/0";
   EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
   // Two MIG instances of one GPU: that GPU, once.
-  r.cuda_visible_devices = "MIG-11111111-2222-3333-4444-555555555555,MIG-GPU-77777777-0000-4000-8000-000000000002/2/0";
+  r.cuda_visible_devices =
+      "MIG-11111111-2222-3333-4444-555555555555,MIG-GPU-77777777-0000-4000-8000-000000000002/2/0";
   EXPECT_EQ(pick(r), (std::vector<std::size_t>{2}));
 }
 

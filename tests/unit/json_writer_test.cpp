@@ -43,8 +43,10 @@ TEST(JsonWriter, EscapesControlCharactersAndReplacesInvalidUtf8) {
   append_json_escaped(out, std::string("a\x01\x7f\tb", 5));
   EXPECT_EQ(out, "a\\u0001\\u007f\\tb");
   out.clear();
-  append_json_escaped(out, "ok \xE2\x82\xAC \xFF \xC3 \xED\xA0\x80 end");  // euro, bad, truncated, surrogate
-  EXPECT_EQ(out, "ok \xE2\x82\xAC \xEF\xBF\xBD \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD end");
+  append_json_escaped(
+      out, "ok \xE2\x82\xAC \xFF \xC3 \xED\xA0\x80 end");  // euro, bad, truncated, surrogate
+  EXPECT_EQ(out,
+            "ok \xE2\x82\xAC \xEF\xBF\xBD \xEF\xBF\xBD \xEF\xBF\xBD\xEF\xBF\xBD\xEF\xBF\xBD end");
   EXPECT_EQ(nlohmann::json::parse("\"" + out + "\"").size(), 1U);
 }
 

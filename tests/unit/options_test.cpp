@@ -9,10 +9,13 @@
 namespace joules::cli {
 namespace {
 
-parsed_args parse_run(std::vector<std::string> args) { return parse(run_spec(), args); }
+parsed_args parse_run(std::vector<std::string> args) {
+  return parse(run_spec(), args);
+}
 
 TEST(Options, OptionsThenTheCommandUntouched) {
-  const auto a = parse_run({"--interval", "50", "--label=a=b", "--label", "c=d", "python", "-u", "--interval", "x"});
+  const auto a = parse_run(
+      {"--interval", "50", "--label=a=b", "--label", "c=d", "python", "-u", "--interval", "x"});
   EXPECT_EQ(a.get("interval"), "50");
   EXPECT_EQ(a.all("label"), (std::vector<std::string>{"a=b", "c=d"}));
   EXPECT_EQ(a.positional(), (std::vector<std::string>{"python", "-u", "--interval", "x"}));
@@ -42,7 +45,8 @@ void expect_error(std::vector<std::string> args, const std::string& fragment) {
 TEST(Options, BadInputNamesTheValueAndWhatIsAccepted) {
   expect_error({"--frobnicate", "true"}, "unknown option '--frobnicate' for joules run");
   expect_error({"--interval"}, "--interval needs a value (MS)");
-  expect_error({"--interval", "0", "true"}, "--interval '0': expected a whole number of milliseconds from 1 to 60000");
+  expect_error({"--interval", "0", "true"},
+               "--interval '0': expected a whole number of milliseconds from 1 to 60000");
   expect_error({"--interval", "1.5", "true"}, "--interval '1.5'");
   expect_error({"--label", "=x", "true"}, "--label '=x': expected KEY=VALUE");
   expect_error({"--label", "novalue", "true"}, "--label 'novalue': expected KEY=VALUE");

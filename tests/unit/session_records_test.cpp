@@ -69,7 +69,8 @@ TEST(SessionRecords, StatusPrecedence) {
   EXPECT_EQ(status_of(ctx, o), run_status::interrupted);
   const auto j = nlohmann::json::parse(session_end_record(ctx, o));
   EXPECT_EQ(j["degraded"], true);
-  EXPECT_NE(j["degradations"][0].get<std::string>().find("GPU 4 stopped reporting"), std::string::npos);
+  EXPECT_NE(j["degradations"][0].get<std::string>().find("GPU 4 stopped reporting"),
+            std::string::npos);
 }
 
 TEST(SessionRecords, UnknownEnergyIsNullNotZero) {
@@ -82,7 +83,9 @@ TEST(SessionRecords, UnknownEnergyIsNullNotZero) {
 
 TEST(SessionRecords, SummaryLine) {
   const std::string s = summary_line(context(), outcome());
-  EXPECT_EQ(s, "joules: 7000 J (1.94 Wh) in 10.00 s, avg 700 W, peak 800 W; 2x NVIDIA H100 80GB HBM3; counter, 100 samples");
+  EXPECT_EQ(s,
+            "joules: 7000 J (1.94 Wh) in 10.00 s, avg 700 W, peak 800 W; 2x NVIDIA H100 80GB HBM3; "
+            "counter, 100 samples");
 }
 
 }  // namespace

@@ -13,7 +13,8 @@ TEST(SimProfile, IntegralIsTheIntegralOfUtilisation) {
     for (unsigned gpu : {0U, 1U, 2U}) {
       double numeric = 0.0;
       const double dt = 1e-4;
-      for (double t = 0.0; t < 10.0 - dt / 2; t += dt) numeric += p.utilisation(gpu, t + dt / 2) * dt;
+      for (double t = 0.0; t < 10.0 - dt / 2; t += dt)
+        numeric += p.utilisation(gpu, t + dt / 2) * dt;
       EXPECT_NEAR(p.integral(gpu, 10.0), numeric, 1e-3) << spec << " gpu " << gpu;
     }
   }

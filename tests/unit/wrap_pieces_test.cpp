@@ -17,7 +17,8 @@ namespace {
 std::vector<std::string> split_all(const std::vector<std::string>& chunks) {
   line_splitter s;
   std::vector<std::string> lines;
-  for (const auto& c : chunks) s.feed(c, [&](std::string_view l, std::size_t) { lines.emplace_back(l); });
+  for (const auto& c : chunks)
+    s.feed(c, [&](std::string_view l, std::size_t) { lines.emplace_back(l); });
   s.flush([&](std::string_view l, std::size_t) { lines.emplace_back(l); });
   return lines;
 }
@@ -71,7 +72,8 @@ class gate_output {
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = read(fds_[0], buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    while ((n = read(fds_[0], buf, sizeof buf)) > 0)
+      out.append(buf, static_cast<std::size_t>(n));
     return out;
   }
 
@@ -155,7 +157,8 @@ TEST(Stragglers, AGpuThatStaysApartIsReportedOnce) {
   std::vector<straggler_event> events;
   for (std::uint64_t step = 1; step <= 20; ++step) {
     const double slow = step > 8 ? 70.0 : 100.0;
-    for (const auto& e : d.add(step, {100.0, 101.0, slow, 99.0})) events.push_back(e);
+    for (const auto& e : d.add(step, {100.0, 101.0, slow, 99.0}))
+      events.push_back(e);
   }
   ASSERT_EQ(events.size(), 1U);
   EXPECT_EQ(events[0].device, 2U);
@@ -174,7 +177,8 @@ TEST(Stragglers, NoiseAndTwoGpuNodesRaiseNothing) {
   }
   EXPECT_EQ(events, 0U);
   straggler_detector two(2, 0.1, 3);
-  for (std::uint64_t step = 1; step <= 10; ++step) events += two.add(step, {100.0, 50.0}).size();
+  for (std::uint64_t step = 1; step <= 10; ++step)
+    events += two.add(step, {100.0, 50.0}).size();
   EXPECT_EQ(events, 0U);
 }
 

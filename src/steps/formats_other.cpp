@@ -1,0 +1,274 @@
+// Formats of vision and general-purpose trainers, and of log dicts.  Examples (sources in
+// docs/step-formats.md):
+//   MMEngine        Epoch(train)  [1][  50/1000]  lr: 1.0e-02  eta: 1 day, 2:03:04  time: 0.51
+//   MMCV 1.x        Epoch [1][50/7330]	lr: 1.990e-03, eta: 1 day, 6:04:40, time: 0.602
+//   Detectron2      eta: 0:10:11  iter: 19  total_loss: 2.164  loss_cls: 0.7  lr: 0.00039962
+//   timm            Train: 0 [  50/1251 (  4%)]  Loss: 6.939 (6.94)  Time: 5.123s,  49.97/s
+//   ImageNet        Epoch: [0][  10/5005]	Time  0.234 ( 0.456)	Loss 6.8e+00 (6.9e+00)
+//   fairseq         epoch 001:    100 / 1563 loss=9.764, ppl=869.35, num_updates=100, lr=1.25e-05
+//   DeepSpeed       epoch=0/micro_step=100/global_step=10, RunningAvgSamplesPerSec=45.1
+//   Hugging Face    {'loss': 2.3, 'grad_norm': 0.8, 'learning_rate': 1.2e-04, 'epoch': 0.1}
+//   parameter-golf  500/20000 train_loss:2.5 train_time:...   (modded-nanoGPT without "step:")
+
+#include "steps/formats.hpp"
+#include "steps/scan.hpp"
+
+namespace joules::steps {
+namespace {
+
+bool contains(std::string_view s, std::string_view needle) {
+  return s.find(needle) != std::string_view::npos;
+}
+
+void set_kind(match& m, line_kind kind, std::string_view format, std::string_view metrics,
+              metric_style style = metric_style::kv) {
+  m.kind = kind;
+  m.format = format;
+  m.metrics_text = metrics;
+  m.style = style;
+  if (kind == line_kind::phase_begin || kind == line_kind::phase_end) m.phase = "eval";
+}
+
+// "[ 50/1000]" with spaces allowed inside the brackets.
+bool bracket_fraction(cursor& c, std::uint64_t& n, std::optional<std::uint64_t>& total) {
+  c.skip_spaces();
+  if (!c.eat('[')) return false;
+  c.skip_spaces();
+  if (!c.fraction(n, total)) return false;
+  c.skip_spaces();
+  return c.peek() == ']' || c.peek() == '(';
+}
+
+void skip_past(cursor& c, char ch) {
+  const std::size_t at = c.rest().find(ch);
+  c.advance(at == std::string_view::npos ? c.rest().size() : at + 1);
+}
+
+// MMEngine "Epoch(train) [1][ 50/1000]" / "Iter(val) [50/500]" and MMCV "Epoch [1][50/7330]".
+bool match_mm(std::string_view body, match& m) {
+  cursor c(body);
+  const bool epoch_based = c.eat("Epoch");
+  if (!epoch_based && !c.eat("Iter")) return false;
+  std::string_view loop = "train";
+  std::string_view format = "mmcv";
+  if (c.eat('(')) {
+    const std::size_t close = c.rest().find(')');
+    if (close == std::string_view::npos) return false;
+    loop = c.rest().substr(0, close);
+    c.advance(close + 1);
+    format = "mmengine";
+  } else if (c.peek() != ' ') {
+    return false;
+  }
+  std::uint64_t e = 0;
+  std::optional<std::uint64_t> unused;
+  if (epoch_based) {
+    c.skip_spaces();
+    if (!c.eat('[') || !c.fraction(e, unused) || !c.eat(']')) return false;
+  }
+  std::uint64_t n = 0;
+  std::optional<std::uint64_t> total;
+  const std::size_t before = c.pos();
+  if (!bracket_fraction(c, n, total)) {
+    c.seek(before);  // MMCV's validation result: "Epoch(val) [1][500]\tbbox_mAP: ..."
+    if (loop == "train") return false;
+  }
+  skip_past(c, ']');
+  const std::string_view rest = c.rest();
+  if (loop != "train") {
+    set_kind(m, contains(rest, "eta:") ? line_kind::phase_begin : line_kind::phase_end, format,
+             rest);
+    return true;
+  }
+  if (!total) return false;
+  set_kind(m, line_kind::step, format, rest);
+  m.step = n;
+  m.total = total;
+  if (epoch_based) {
+    m.per_epoch = true;
+    m.epoch = e > 0 ? e - 1 : 0;  // MMEngine counts epochs from 1
+  }
+  return true;
+}
+
+// timm "Train: 0 [  50/1251 (  4%)]", the ImageNet example "Epoch: [0][ 10/5005]", and their
+// evaluation loops "Test: [ 10/196]".
+bool match_imagenet_style(std::string_view body, match& m) {
+  cursor c(body);
+  std::uint64_t n = 0;
+  std::optional<std::uint64_t> total;
+  if (c.eat("Test: ") || c.eat("Test (EMA): ")) {
+    if (!bracket_fraction(c, n, total)) return false;
+    set_kind(m, line_kind::phase_begin, contains(body, "\t") ? "imagenet" : "timm", {});
+    return true;
+  }
+  const bool timm = c.eat("Train: ");
+  if (!timm && !c.eat("Epoch: ")) return false;
+  std::uint64_t e = 0;
+  if (timm) {
+    const auto v = c.uint();
+    if (!v) return false;
+    e = *v;
+  } else {
+    std::optional<std::uint64_t> unused;
+    if (!c.eat('[') || !c.fraction(e, unused) || !c.eat(']')) return false;
+  }
+  if (!bracket_fraction(c, n, total) || !total) return false;
+  skip_past(c, ']');
+  set_kind(m, line_kind::step, timm ? "timm" : "imagenet", c.rest(),
+           timm ? metric_style::kv : metric_style::spaced);
+  m.step = n;
+  m.total = total;
+  m.per_epoch = true;
+  m.epoch = e;
+  return true;
+}
+
+// fairseq: "epoch 001:    100 / 1563 loss=...", "epoch 001 | loss 9.1 | ... | num_updates 1563",
+// "epoch 001 | valid on 'valid' subset | loss 4.2 | ...".
+bool match_fairseq(std::string_view body, match& m) {
+  cursor c(body);
+  if (!c.eat("epoch ")) return false;
+  const auto e = c.uint();
+  if (!e) return false;
+  if (c.eat(" | ")) {
+    if (const std::size_t v = body.find("valid on"); v != std::string_view::npos) {
+      // "valid on 'valid' subset | valid loss 1.94" is the result; without the pipe, progress.
+      const std::size_t subset = body.find("subset", v);
+      const bool result = subset != std::string_view::npos && body.substr(subset + 6, 2) == " |";
+      set_kind(m, result ? line_kind::phase_end : line_kind::phase_begin, "fairseq",
+               result ? c.rest() : std::string_view{}, metric_style::spaced);
+      return true;
+    }
+    const auto u = find_key_uint(body, "num_updates");
+    if (!u) return false;
+    set_kind(m, line_kind::step, "fairseq", c.rest(), metric_style::spaced);
+    m.step = *u;
+    return true;
+  }
+  c.eat(':');  // fairseq before 0.9 printed "epoch 010  2000 / 8223 loss=..."
+  if (c.skip_spaces() == 0) return false;
+  std::uint64_t n = 0;
+  std::optional<std::uint64_t> total;
+  if (!c.fraction(n, total)) return false;
+  set_kind(m, line_kind::step, "fairseq", c.rest());
+  if (const auto u = find_key_uint(body, "num_updates")) {
+    m.step = *u;
+  } else if (total) {
+    m.step = n;
+    m.total = total;
+    m.per_epoch = true;
+    m.epoch = *e > 0 ? *e - 1 : 0;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+bool match_lower_e(std::string_view body, match& m) {
+  if (body.substr(0, 4) == "eta:") {  // Detectron2
+    const std::size_t at = body.find(" iter: ");
+    if (at == std::string_view::npos) return false;
+    cursor c(body, at + 7);
+    const auto n = c.uint();
+    if (!n) return false;
+    set_kind(m, line_kind::step, "detectron2", body);
+    m.step = *n;
+    return true;
+  }
+  if (body.substr(0, 6) == "epoch=") {  // DeepSpeed's throughput timer
+    const auto g = find_key_uint(body, "global_step");
+    if (!g) return false;
+    const std::size_t comma = body.find(',');
+    set_kind(m, line_kind::step, "deepspeed",
+             comma == std::string_view::npos ? std::string_view{} : body.substr(comma + 1));
+    m.step = *g;
+    return true;
+  }
+  return match_fairseq(body, m);
+}
+
+// Hugging Face log dicts carry metrics; the step count comes from the progress bar.  fairseq's
+// JSON log format carries num_updates.
+bool match_dict(std::string_view body, match& m) {
+  if (body.size() < 3 || (body[1] != '\'' && body[1] != '"')) return false;
+  if (body[1] == '"') {
+    if (contains(body, "\"valid_")) {
+      set_kind(m, line_kind::phase_end, "fairseq", body);
+      m.step = find_key_uint(body, "num_updates").value_or(0);
+      return true;
+    }
+    const auto u = find_key_uint(body, "num_updates");
+    if (!u) return false;
+    set_kind(m, line_kind::step, "fairseq", body);
+    m.step = *u;
+    return true;
+  }
+  const bool eval = body.substr(0, 7) == "{'eval_" || contains(body, ", 'eval_loss'");
+  set_kind(m, eval ? line_kind::phase_end : line_kind::none, "hf_trainer", body);
+  return true;
+}
+
+// "500/20000 train_loss:2.5 ..." (parameter-golf and other modded-nanoGPT forks).
+bool match_bare_fraction(std::string_view body, match& m) {
+  cursor c(body);
+  std::uint64_t n = 0;
+  std::optional<std::uint64_t> total;
+  if (!c.fraction(n, total) || !total) return false;
+  // DeepSpeed's throughput timer before 0.8: "0/40, SamplesPerSec=83.48, MemAllocated=0.26GB"
+  if (c.eat(", ") && (c.rest().substr(0, 14) == "SamplesPerSec=" ||
+                      c.rest().substr(0, 24) == "RunningAvgSamplesPerSec=")) {
+    set_kind(m, line_kind::step, "deepspeed", c.rest());
+    m.step = *total;
+    return true;
+  }
+  if (!c.eat(' ')) return false;
+  c.skip_spaces();
+  const std::string_view rest = c.rest();
+  const bool train = rest.substr(0, 10) == "train_loss" || rest.substr(0, 10) == "train_time";
+  const bool val = rest.substr(0, 8) == "val_loss" || rest.substr(0, 7) == "val_bpb";
+  if (!train && !val) return false;
+  set_kind(m, train ? line_kind::step : line_kind::phase_end, "modded_nanogpt", rest);
+  m.step = n;
+  m.total = total;
+  return true;
+}
+
+}  // namespace
+
+bool match_other(std::string_view body, format_state& st, match& m) {
+  switch (body[0]) {
+    case 'E': {
+      // Keras prints "Epoch 3/10" alone before each epoch's progress bar.
+      cursor c(body);
+      std::uint64_t e = 0;
+      std::optional<std::uint64_t> total;
+      if (c.eat("Epoch ") && c.fraction(e, total) && total &&
+          c.rest().find_first_not_of(' ') == std::string_view::npos) {
+        st.keras_epoch = e > 0 ? e - 1 : 0;
+        if (e <= 1) st.keras_total.reset();  // a new fit(): its bars may have another total
+        m.format = "keras";
+        return true;
+      }
+      return match_mm(body, m) || match_imagenet_style(body, m);
+    }
+    case 'I':
+      return match_mm(body, m);
+    case 'T':
+      return match_imagenet_style(body, m);
+    case 'e':
+      return match_lower_e(body, m);
+    case '{':
+      return match_dict(body, m);
+    case '*': {  // the ImageNet example's evaluation summary: " * Acc@1 76.130 Acc@5 92.862"
+      const std::size_t acc = body.find_first_not_of(" *");
+      if (acc == std::string_view::npos || body.substr(acc, 4) != "Acc@") return false;
+      set_kind(m, line_kind::phase_end, "imagenet", body.substr(acc), metric_style::spaced);
+      return true;
+    }
+    default:
+      return is_digit(body[0]) && match_bare_fraction(body, m);
+  }
+}
+
+}  // namespace joules::steps

@@ -1,0 +1,71 @@
+#pragma once
+// The step-line parser: one parser used by `joules wrap` and `joules steps`.  It reads a
+// trainer's output line by line and says which lines are training steps (and which step), which
+// start or end a phase (evaluation, checkpoint), and what metrics they carry.  The formats it
+// knows, and how it decides repeats, gaps and restarts, are in docs/step-formats.md.
+//
+// Pure logic, no I/O.  Not thread-safe: one parser per output stream, fed in order.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "steps/metrics.hpp"
+
+namespace joules::steps {
+
+enum class line_kind { none, step, phase_begin, phase_end };
+std::string_view to_string(line_kind k);
+
+struct parsed_line {
+  line_kind kind = line_kind::none;
+  // kind == step: the step number.  As printed, except for counters that restart every epoch
+  // with the batches per epoch printed (Lightning, Keras, timm, MMEngine, the ImageNet example):
+  // there it is the global batch count, epoch * batches_per_epoch + batch.  Phase lines carry the
+  // step they print, if any.
+  std::uint64_t step = 0;
+  std::optional<std::uint64_t> total;  // "N/M": M (batches per epoch for per-epoch counters)
+  // kind == step: steps since the previous step line (1 normally, k when logging every k steps;
+  // 1 for the first step line); 0 for a step number seen again (a validation line or another
+  // rank's copy of the same line): not a new step.
+  std::uint64_t step_gap = 0;
+  // The printed step counter went back (a new epoch, a new run): the step is still a new step.
+  bool counter_restarted = false;
+  std::string phase;  // phase_begin/phase_end: "eval", "checkpoint"
+  // Parsed from this line: step lines, eval results, and lines of kind none that only carry
+  // metrics for the last step (Hugging Face log dicts, OLMo and Composer metric lines).
+  std::vector<metric> metrics;
+  // The format that recognised the line ("nanogpt", "hf_trainer", "custom", ...); also set on
+  // lines of kind none that a format recognised as not training (a download bar).  Static text.
+  std::string_view format;
+};
+
+class custom_formats;
+
+class step_parser {
+ public:
+  // custom: extra formats from --step-regex: PCRE2 syntax, searched in each line (after colour
+  // codes and carriage-return rewrites are removed); the first capture group is the step, an
+  // optional group named `total` the total.  Custom formats are tried before the built-in ones.
+  // Throws joules::usage_error naming the regex and the PCRE2 error for an invalid one.
+  explicit step_parser(std::vector<std::string> custom = {});
+  ~step_parser();
+  step_parser(step_parser&&) noexcept;
+  step_parser& operator=(step_parser&&) noexcept;
+
+  // One line without its trailing newline.  It may contain ANSI colour codes and carriage
+  // returns (a tqdm bar rewritten in place: only the last \r-segment is current), timestamps,
+  // log-level/logger prefixes, rank prefixes ([rank0]:, "0: ").  Stateful: remembers the last
+  // step to compute step_gap, repeats and restarts, and the phase it is in.
+  parsed_line parse(std::string_view line);
+
+ private:
+  struct state;
+  std::unique_ptr<custom_formats> custom_;
+  std::unique_ptr<state> state_;
+};
+
+}  // namespace joules::steps
