@@ -8,6 +8,7 @@ namespace joules::cli {
 std::span<const command_entry> all_command_entries() {
   static const std::array entries = {
       command_entry{run_spec, run_main},
+      command_entry{wrap_spec, wrap_main},
       command_entry{steps_spec, steps_main},
   };
   return entries;

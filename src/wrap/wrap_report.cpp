@@ -1,0 +1,265 @@
+#include "wrap/wrap_report.hpp"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "util/json_writer.hpp"
+#include "util/strings.hpp"
+
+namespace joules {
+namespace {
+
+std::optional<double> metric(const window_label& l, std::string_view name) {
+  for (const auto& m : l.metrics) {
+    if (m.name == name) return m.value;
+  }
+  return std::nullopt;
+}
+
+std::string format_duration(double s) {
+  if (s < 120) return fmt::format("{:.0f} s", s);
+  if (s < 7200) return fmt::format("{:.0f} min", s / 60);
+  const auto h = static_cast<long>(s / 3600);
+  return fmt::format("{} h {:02} min", h,
+                     static_cast<long>((s - static_cast<double>(h) * 3600) / 60));
+}
+
+std::string format_energy(double j) {
+  const double kwh = j / 3.6e6;
+  if (kwh >= 1.0) return fmt::format("{:.0f} J ({:.2f} kWh)", j, kwh);
+  return fmt::format("{} ({:.2f} Wh)", format_joules(j), j / 3600.0);
+}
+
+}  // namespace
+
+wrap_report::wrap_report(const run_context& ctx, const wrap_settings& settings, jsonl_sink* sink,
+                         std::function<void(const std::string&)> notice)
+    : ctx_(ctx),
+      settings_(settings),
+      sink_(sink),
+      notice_(std::move(notice)),
+      predictor_(settings.predict_after, settings.warmup_steps),
+      stragglers_(ctx.devices.size(), settings.straggler_threshold, settings.straggler_window) {}
+
+std::optional<double> wrap_report::tokens_of(const window_result& w, const window_label& l) const {
+  if (l.kind != window_kind::step) return std::nullopt;
+  if (settings_.tokens_per_step)
+    return static_cast<double>(*settings_.tokens_per_step * l.step_gap);
+  // A throughput printed by the trainer covers the steps the line reports.
+  if (auto tps = metric(l, "tokens_per_s")) return *tps * w.duration_s();
+  return std::nullopt;
+}
+
+std::optional<double> wrap_report::samples_of(const window_result& w, const window_label& l) const {
+  if (l.kind != window_kind::step) return std::nullopt;
+  if (settings_.samples_per_step)
+    return static_cast<double>(*settings_.samples_per_step * l.step_gap);
+  if (auto sps = metric(l, "samples_per_s")) return *sps * w.duration_s();
+  return std::nullopt;
+}
+
+std::string wrap_report::add(const window_result& w, const window_label& l) {
+  ++windows_;
+  all_uj_ += w.energy_uj;
+  switch (l.kind) {
+    case window_kind::setup:
+      setup_uj_ += w.energy_uj;
+      break;
+    case window_kind::step:
+      steps_uj_ += w.energy_uj;
+      break;
+    case window_kind::phase:
+      phases_uj_[l.phase] += w.energy_uj;
+      break;
+    case window_kind::other:
+      other_uj_ += w.energy_uj;
+      break;
+    case window_kind::tail:
+      tail_uj_ += w.energy_uj;
+      break;
+  }
+  const double energy = to_joules(w.energy_uj).value;
+  const double duration = w.duration_s();
+  const bool step = l.kind == window_kind::step;
+  const double gap = step ? static_cast<double>(l.step_gap) : 1.0;
+  if (l.total) last_total_ = l.total;
+
+  std::vector<std::optional<double>> per_step(w.devices.size());
+  for (std::size_t d = 0; d < w.devices.size(); ++d) {
+    if (w.devices[d].energy_uj) per_step[d] = to_joules(*w.devices[d].energy_uj).value / gap;
+  }
+  const auto deviation = straggler_detector::deviations(per_step);
+  const auto tokens = tokens_of(w, l);
+  const auto samples = samples_of(w, l);
+  if (step) {
+    ++step_windows_;
+    steps_counted_ += l.step_gap;
+    last_step_ = l.step;
+    if (tokens && *tokens > 0) {
+      tokens_ += *tokens;
+      tokens_uj_ += w.energy_uj;
+    }
+    if (step_windows_ > settings_.warmup_steps) {
+      for (const auto& e : stragglers_.add(l.step, per_step)) {
+        straggler_events_.push_back(e);
+        const auto& dev = ctx_.devices[e.device];
+        notice_(fmt::format("warning: {}",
+                            straggler_message(e, dev.index, dev.uuid, ctx_.devices.size())));
+        if (sink_) {
+          json_writer j;
+          j.begin_object();
+          common_record_fields(j, "straggler", ctx_);
+          j.field("gpu", dev.index).field("uuid", dev.uuid).field("deviation", e.deviation);
+          j.field("at_step", e.at_step)
+              .field("window_steps", static_cast<std::uint64_t>(e.window_steps));
+          j.end_object();
+          sink_->write(j.str());
+        }
+      }
+    }
+  }
+
+  if (sink_) {
+    json_writer j;
+    j.begin_object();
+    common_record_fields(j, step ? "step" : "phase", ctx_);
+    j.field("window", w.index);
+    if (step) {
+      j.field("step", l.step).field("step_gap", l.step_gap).field("total_steps", l.total);
+      j.field("counter_restarted", l.counter_restarted);
+    } else {
+      j.field("phase",
+              l.kind == window_kind::phase ? std::string_view(l.phase) : to_string(l.kind));
+    }
+    j.field("line", l.line == 0 ? std::nullopt : std::optional<std::uint64_t>(l.line));
+    j.field("start_monotonic_s", w.start_t)
+        .field("end_monotonic_s", w.end_t)
+        .field("duration_s", duration);
+    j.field("energy_j", energy);
+    if (step) j.field("energy_per_step_j", energy / gap);
+    j.field("avg_power_w", duration > 0 ? std::optional(energy / duration) : std::nullopt);
+    j.field("peak_power_w", w.peak_power_w);
+    j.field("method", run_method(w));
+    j.field("tokens", tokens);
+    j.field("joules_per_token",
+            tokens && *tokens > 0 ? std::optional(energy / *tokens) : std::nullopt);
+    j.field("tokens_per_joule",
+            tokens && energy > 0 ? std::optional(*tokens / energy) : std::nullopt);
+    j.field("samples", samples);
+    j.field("joules_per_sample",
+            samples && *samples > 0 ? std::optional(energy / *samples) : std::nullopt);
+    j.key("metrics").begin_object();
+    for (const auto& m : l.metrics)
+      j.field(m.name, m.value);
+    j.end_object();
+    j.key("gpus").begin_array();
+    for (std::size_t d = 0; d < w.devices.size() && d < ctx_.devices.size(); ++d) {
+      const device_window& dw = w.devices[d];
+      std::optional<double> e;
+      if (dw.energy_uj) e = to_joules(*dw.energy_uj).value;
+      j.begin_object();
+      j.field("index", ctx_.devices[d].index).field("uuid", ctx_.devices[d].uuid);
+      j.field("energy_j", e);
+      if (step) j.field("energy_per_step_j", per_step[d]);
+      j.field("avg_power_w", e && duration > 0 ? std::optional(*e / duration) : std::nullopt);
+      j.field("peak_power_w", dw.peak_power_w);
+      j.field("deviation", deviation[d]);
+      j.end_object();
+    }
+    j.end_array();
+    j.end_object();
+    sink_->write(j.str());
+  }
+
+  predictor_.add_window(to_joules(all_uj_).value, w.end_t - monotonic_seconds(ctx_.start_mono),
+                        step ? std::optional(l.step) : std::nullopt);
+  if (step) predict(l);
+  if (!step) return {};
+  return fmt::format(" energy:{:.1f}J/step avg:{:.0f}W", energy / gap,
+                     duration > 0 ? energy / duration : 0.0);
+}
+
+void wrap_report::predict(const window_label& l) {
+  const auto total = settings_.total_steps ? settings_.total_steps : l.total;
+  const auto p = predictor_.due(total);
+  if (!p) return;
+  last_prediction_ = p;
+  const auto finish = std::chrono::system_clock::now() +
+                      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+                          std::chrono::duration<double>(p->remaining_s));
+  std::string when = iso8601_utc(finish).substr(0, 16);
+  notice_(
+      fmt::format("prediction at step {}/{}{}: the whole run {}, {} in all, finishing about {} "
+                  "UTC ({} per step over {} steps)",
+                  p->at_step, p->total_steps,
+                  p->milestone_percent > 0 ? fmt::format(" ({}%)", p->milestone_percent) : "",
+                  format_energy(p->energy_j), format_duration(p->duration_s),
+                  when.replace(10, 1, " "), format_joules(p->energy_per_step_j), p->basis_steps));
+  if (sink_) {
+    json_writer j;
+    j.begin_object();
+    common_record_fields(j, "prediction", ctx_);
+    j.field("at_step", p->at_step).field("total_steps", p->total_steps);
+    j.field("milestone_percent", p->milestone_percent);
+    j.field("energy_j", p->energy_j).field("energy_wh", p->energy_j / kJoulesPerWattHour);
+    j.field("duration_s", p->duration_s).field("remaining_s", p->remaining_s);
+    j.field("finish_time", iso8601_utc(finish));
+    j.field("energy_per_step_j", p->energy_per_step_j)
+        .field("duration_per_step_s", p->duration_per_step_s);
+    j.field("basis_steps", p->basis_steps);
+    j.end_object();
+    sink_->write(j.str());
+  }
+}
+
+std::string wrap_report::session_json(microjoules run_total_uj) const {
+  json_writer j;
+  j.begin_object();
+  j.field("step_windows", step_windows_).field("steps", steps_counted_);
+  j.field("last_step", step_windows_ > 0 ? std::optional(last_step_) : std::nullopt);
+  j.field("total_steps", settings_.total_steps ? settings_.total_steps : last_total_);
+  j.field("energy_per_step_j",
+          steps_counted_ > 0
+              ? std::optional(to_joules(steps_uj_).value / static_cast<double>(steps_counted_))
+              : std::nullopt);
+  j.field("tokens", tokens_ > 0 ? std::optional(tokens_) : std::nullopt);
+  j.field("joules_per_token",
+          tokens_ > 0 ? std::optional(to_joules(tokens_uj_).value / tokens_) : std::nullopt);
+  j.key("energy_by_window_j").begin_object();
+  j.field("setup", to_joules(setup_uj_).value).field("steps", to_joules(steps_uj_).value);
+  j.key("phases").begin_object();
+  for (const auto& [name, uj] : phases_uj_)
+    j.field(name, to_joules(uj).value);
+  j.end_object();
+  j.field("other", to_joules(other_uj_).value).field("tail", to_joules(tail_uj_).value);
+  j.end_object();
+  j.field("windows", windows_);
+  // The parts are integers of microjoules: their sum is the total exactly, or something is lost.
+  j.field("windows_sum_j", to_joules(all_uj_).value);
+  j.field("conserved", all_uj_ == run_total_uj);
+  j.key("stragglers").begin_array();
+  for (const auto& e : straggler_events_) {
+    j.begin_object().field("gpu", ctx_.devices[e.device].index).field("deviation", e.deviation);
+    j.field("at_step", e.at_step).end_object();
+  }
+  j.end_array();
+  j.end_object();
+  return j.take();
+}
+
+std::string wrap_report::summary() const {
+  if (step_windows_ == 0) return "; no step lines recognised (check the log with joules steps)";
+  std::string s =
+      fmt::format("; {} steps, {}/step", steps_counted_,
+                  format_joules(to_joules(steps_uj_).value / static_cast<double>(steps_counted_)));
+  s += fmt::format(" (setup {}", format_joules(to_joules(setup_uj_).value));
+  for (const auto& [name, uj] : phases_uj_)
+    s += fmt::format(", {} {}", name, format_joules(to_joules(uj).value));
+  if (other_uj_ > 0) s += fmt::format(", other {}", format_joules(to_joules(other_uj_).value));
+  s += fmt::format(", tail {})", format_joules(to_joules(tail_uj_).value));
+  if (tokens_ > 0) s += fmt::format(", {:.3g} J/token", to_joules(tokens_uj_).value / tokens_);
+  return s;
+}
+
+}  // namespace joules

@@ -1,0 +1,106 @@
+// step_windows: which window each stretch of a wrapped run belongs to, fed by the real parser.
+#include "wrap/step_windows.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "steps/step_parser.hpp"
+
+namespace joules {
+namespace {
+
+// Feeds lines; returns the labels of the windows closed, in order, after the run's end.
+std::vector<window_label> windows_of(const std::vector<std::string>& lines) {
+  steps::step_parser parser;
+  step_windows w;
+  std::uint64_t n = 0;
+  for (const auto& line : lines)
+    w.on_line(parser.parse(line), ++n);
+  w.on_exit();
+  std::vector<window_label> out;
+  for (std::uint64_t i = 0; i < w.closed(); ++i)
+    out.push_back(w.take_label(i));
+  return out;
+}
+
+std::vector<std::string> kinds(const std::vector<window_label>& labels) {
+  std::vector<std::string> out;
+  for (const auto& l : labels) {
+    out.push_back(l.kind == window_kind::step    ? "step " + std::to_string(l.step)
+                  : l.kind == window_kind::phase ? l.phase
+                                                 : std::string(to_string(l.kind)));
+  }
+  return out;
+}
+
+TEST(StepWindows, SetupStepsAndTailTileTheRun) {
+  const auto l = windows_of({"loading the model", "step 1/4 | loss 10.2", "step 2/4 | loss 9.9",
+                             "step 3/4 | loss 9.1", "step 4/4 | loss 8.8", "saving"});
+  EXPECT_EQ(kinds(l), (std::vector<std::string>{"setup", "step 2", "step 3", "step 4", "tail"}));
+  EXPECT_EQ(l[1].step_gap, 1U);
+  EXPECT_EQ(l[1].total, 4U);
+}
+
+TEST(StepWindows, EvalResultsWithoutAStartLineCloseAnEvalWindow) {
+  // nanoGPT evaluates at the top of the iteration and prints the result before the step line.
+  const auto l = windows_of(
+      {"iter 0: loss 10.9, time 900ms, mfu -100.00%", "iter 1: loss 10.8, time 90ms, mfu 30.00%",
+       "step 2: train loss 10.7, val loss 10.8", "iter 2: loss 10.6, time 91ms, mfu 30.00%"});
+  ASSERT_EQ(l.size(), 5U);
+  EXPECT_EQ(kinds(l)[1], "step 1");
+  EXPECT_EQ(l[2].kind, window_kind::phase);
+  EXPECT_EQ(l[2].phase, "eval");
+  EXPECT_EQ(kinds(l)[3], "step 2");
+  EXPECT_EQ(l[3].step_gap, 1U);
+  bool has_val = false;
+  for (const auto& m : l[2].metrics)
+    has_val = has_val || m.name == "val_loss";
+  EXPECT_TRUE(has_val);
+}
+
+TEST(StepWindows, MetricsOnLaterLinesJoinTheStepTheyReport) {
+  // A Hugging Face bar update, then its log dict: the loss belongs to the step just closed.
+  const auto l =
+      windows_of({" 10%|#         | 1/10 [00:01<00:09,  1.00it/s]",
+                  " 20%|##        | 2/10 [00:02<00:08,  1.00it/s]",
+                  "{'loss': 2.5, 'grad_norm': 1.25, 'learning_rate': 5e-05, 'epoch': 0.2}"});
+  ASSERT_EQ(l.size(), 3U);
+  EXPECT_EQ(kinds(l)[1], "step 2");
+  bool has_loss = false;
+  for (const auto& m : l[1].metrics)
+    has_loss = has_loss || (m.name == "loss" && m.value == 2.5);
+  EXPECT_TRUE(has_loss);
+}
+
+TEST(StepWindows, ARepeatedStepIsNotANewWindow) {
+  const auto l = windows_of(
+      {"step 1/9 | loss 3.0", "step 2/9 | loss 2.9", "step 2/9 | loss 2.9", "step 3/9 | loss 2.8"});
+  EXPECT_EQ(kinds(l), (std::vector<std::string>{"setup", "step 2", "step 3", "tail"}));
+}
+
+TEST(StepWindows, LoggingEveryKStepsGivesOneWindowOfKSteps) {
+  const auto l =
+      windows_of({"step 10/100 | loss 3.0", "step 20/100 | loss 2.9", "step 30/100 | loss 2.8"});
+  ASSERT_EQ(l.size(), 4U);
+  EXPECT_EQ(l[1].step_gap, 10U);
+  EXPECT_EQ(l[2].step_gap, 10U);
+}
+
+TEST(StepWindows, NoStepLinesAtAllIsOneSetupWindow) {
+  const auto l = windows_of({"hello", "world"});
+  EXPECT_EQ(kinds(l), (std::vector<std::string>{"setup"}));
+}
+
+TEST(StepWindows, LabelsMustBeTakenInOrder) {
+  steps::step_parser parser;
+  step_windows w;
+  w.on_line(parser.parse("step 1/9 | loss 3.0"), 1);
+  w.on_line(parser.parse("step 2/9 | loss 2.9"), 2);
+  EXPECT_THROW(w.take_label(1), std::logic_error);
+  EXPECT_NO_THROW(w.take_label(0));
+}
+
+}  // namespace
+}  // namespace joules
