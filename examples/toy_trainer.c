@@ -5,6 +5,10 @@
  *
  *   joules-toy-trainer [--steps N] [--step-ms MS] [--jitter F] [--setup-ms MS]
  *                      [--eval-every K] [--eval-ms MS] [--seed S] [--tokens-per-step T]
+ *                      [--stamps FILE]
+ *
+ * --stamps FILE writes, when the run ends, the CLOCK_MONOTONIC nanoseconds at which each step line
+ * was written, one per line: the tests compute each step's exact energy from them.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -21,6 +25,12 @@ static void sleep_ms(double ms) {
   }
 }
 
+static long long monotonic_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 /* xorshift: the same sequence everywhere, so a test can predict step lengths. */
 static unsigned long long rng_state = 88172645463325252ULL;
 static double next_uniform(void) {
@@ -33,6 +43,7 @@ static double next_uniform(void) {
 int main(int argc, char** argv) {
   long steps = 40, eval_every = 0, tokens = 0;
   double step_ms = 100, jitter = 0.4, setup_ms = 500, eval_ms = 300;
+  const char* stamps_path = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* k = argv[i];
     const char* v = argv[i + 1];
@@ -52,11 +63,15 @@ int main(int argc, char** argv) {
       rng_state = strtoull(v, NULL, 10) * 2654435761ULL + 1;
     else if (strcmp(k, "--tokens-per-step") == 0)
       tokens = atol(v);
+    else if (strcmp(k, "--stamps") == 0)
+      stamps_path = v;
     else {
       fprintf(stderr, "joules-toy-trainer: unknown option %s\n", k);
       return 2;
     }
   }
+  long long* stamps = calloc((size_t)(steps > 0 ? steps : 1), sizeof *stamps);
+  if (stamps == NULL) return 1;
   printf("loading dataset and building the model...\n");
   sleep_ms(setup_ms);
   double loss = 10.5;
@@ -64,6 +79,7 @@ int main(int argc, char** argv) {
     const double ms = step_ms * (1.0 + jitter * (2.0 * next_uniform() - 1.0));
     sleep_ms(ms);
     loss = loss * 0.97 + 0.08;
+    stamps[s - 1] = monotonic_ns();
     if (tokens > 0) {
       printf("step %ld/%ld | loss %.4f | lr 3.0e-04 | dt %.1fms | tok/s %.0f\n", s, steps, loss, ms,
              (double)tokens / (ms / 1000.0));
@@ -77,5 +93,13 @@ int main(int argc, char** argv) {
     }
   }
   printf("training done\n");
+  if (stamps_path != NULL) {
+    FILE* f = fopen(stamps_path, "w");
+    if (f == NULL) return 1;
+    for (long s = 0; s < steps; ++s)
+      fprintf(f, "%lld\n", stamps[s]);
+    fclose(f);
+  }
+  free(stamps);
   return 0;
 }

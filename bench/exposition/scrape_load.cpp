@@ -72,10 +72,11 @@ bool scrape(int fd, std::string& buf, bool& close_after) {
       if (cl == std::string::npos || cl > end) return false;
       need = end + 4 + std::stoul(buf.substr(cl + 16));
       const std::size_t close = buf.find("\r\nConnection: close\r\n");
-      close_after = close != std::string::npos && close < end;
+      // An HTTP/1.0 server (Python's http.server, as in matcha) closes after every response.
+      close_after = (close != std::string::npos && close < end) || buf.starts_with("HTTP/1.0 ");
     }
   }
-  return buf.starts_with("HTTP/1.1 200 ");
+  return buf.starts_with("HTTP/1.1 200 ") || buf.starts_with("HTTP/1.0 200 ");
 }
 
 }  // namespace

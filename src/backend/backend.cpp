@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "backend/composite_backend.hpp"
 #include "backend/nvml_backend.hpp"
 #include "backend/sim_backend.hpp"
+#include "rapl/cpu_backend.hpp"
 #include "util/error.hpp"
 
 namespace joules {
@@ -38,7 +40,31 @@ std::string_view to_string(power_source s) {
   return "none";
 }
 
+std::string_view to_string(device_kind k) {
+  switch (k) {
+    case device_kind::gpu:
+      return "gpu";
+    case device_kind::cpu:
+      return "cpu";
+    case device_kind::dram:
+      return "dram";
+  }
+  return "gpu";
+}
+
 std::unique_ptr<backend> open_backend(const backend_options& options) {
+  const component_options& c = options.components;
+  std::unique_ptr<backend> gpus;
+  if (c.gpu) gpus = open_gpu_backend(options);
+  if (!c.cpu && !c.dram) return gpus;
+  auto cpus = std::make_unique<rapl::cpu_backend>(c);
+  if (!gpus && cpus->devices().empty()) {
+    throw fatal_error("--components names no component that can be measured on this machine");
+  }
+  return std::make_unique<composite_backend>(std::move(gpus), std::move(cpus));
+}
+
+std::unique_ptr<backend> open_gpu_backend(const backend_options& options) {
   if (options.name == "sim") return open_sim_backend(options.sim);
   if (options.name == "nvml" || options.name == "auto") {
     auto b = open_nvml_backend(options.nvml_library);

@@ -37,7 +37,20 @@ enum class power_source {
 };
 std::string_view to_string(power_source s);
 
+// What a device is: a GPU, or a RAPL domain (src/rapl) — a CPU package (or the platform, psys,
+// where no package domain exists) or the DRAM of a package.
+enum class device_kind { gpu, cpu, dram };
+std::string_view to_string(device_kind k);
+
+// A counter that counts modulo `modulus_uj` (RAPL's energy_uj wraps at max_energy_range_uj): a
+// decrease whose implied power is at most `max_power` is a wrap, a larger one a reset.
+struct counter_wrap {
+  std::uint64_t modulus_uj = 0;
+  watts max_power;
+};
+
 struct device_info {
+  device_kind kind = device_kind::gpu;
   unsigned index = 0;      // the backend's own index (NVML index, as nvidia-smi shows it)
   std::string uuid;        // the key of the device in every record (DESIGN.md invariant 5)
   std::string pci_bus_id;  // fallback key
@@ -53,10 +66,21 @@ struct device_info {
   std::optional<watts> min_power_limit;
   std::optional<watts> max_power_limit;
   bool simulated = false;
+  // A model of a device that cannot be measured (CPU power from TDP x utilisation); `name`
+  // says which model.
+  bool estimated = false;
+  // The energy counter advances at every hardware update (~1 ms for RAPL), so an unchanged value
+  // between two reads means no energy was used: no update period to learn.
+  bool counter_continuous = false;
+  std::optional<counter_wrap> wrap;  // when the counter wraps (RAPL)
+  // The device must be read at least this often (a wrapping counter must not wrap twice
+  // between two reads); the sampler shortens its interval to it.
+  std::optional<seconds> max_read_interval;
 
   // The method this device's energy will be measured with when nothing fails.
   energy_method method() const {
     if (simulated) return energy_method::simulated;
+    if (estimated) return energy_method::estimated;
     if (has_energy_counter) return energy_method::counter;
     if (power != power_source::none) return energy_method::polled;
     return energy_method::none;
@@ -76,6 +100,9 @@ enum class read_what { all, counter };
 struct device_reading {
   read_status status = read_status::ok;
   std::optional<std::uint64_t> energy_mj;  // raw counter: mJ since the driver was loaded
+  // Raw counter in µJ (RAPL energy_uj), for devices whose counter has µJ resolution; it may
+  // wrap (device_info::wrap).  A reading carries energy_mj or energy_uj, never both.
+  std::optional<std::uint64_t> energy_uj;
   std::optional<watts> power;
   int error_code = 0;  // the backend's own code when status != ok (NVML return value)
   // A capability that answered NOT_SUPPORTED mid-run; the sampler turns it off for good.
@@ -83,11 +110,21 @@ struct device_reading {
   bool power_unsupported = false;
 };
 
+// What became of a component besides the GPUs (docs/carbon.md).
+struct component_status {
+  device_kind kind = device_kind::cpu;
+  energy_method method = energy_method::none;  // none: not measured
+  std::string detail;  // how it is measured (the domains, the model), or why it is not
+  std::string fix;     // what would make it measurable (unreadable RAPL: the exact commands)
+};
+
 struct backend_meta {
   std::string backend;       // "nvml", "sim"
   std::string library_path;  // the NVML file loaded
   std::string driver_version;
   std::string library_version;  // NVML version
+  int symbols_found = 0;        // NVML entry points the library exports, of those joules knows
+  int symbols_known = 0;
 };
 
 class backend {
@@ -106,6 +143,14 @@ class backend {
     return {};
   }
 
+  // What `doctor` shows about device `i`: its health readings, GPM, power-limit control.  May
+  // be slow and, to learn whether this process may change the power limit, sets the limit to the
+  // value it already has (a no-op).  Sampler thread only, before sampling starts.  Never throws.
+  virtual device_capabilities probe_capabilities(std::size_t i) {
+    (void)i;
+    return {};
+  }
+
   // For CUDA_VISIBLE_DEVICES entries naming a MIG instance: the UUID of the GPU that holds it.
   virtual std::optional<std::string> parent_of_mig(std::string_view mig_uuid) {
     (void)mig_uuid;
@@ -115,8 +160,12 @@ class backend {
   // Lines to show the user about devices that were found but cannot be used (no permission...).
   const std::vector<std::string>& notices() const { return notices_; }
 
+  // What became of CPU and DRAM (open_backend): measured, estimated or not, and why.
+  const std::vector<component_status>& components() const { return components_; }
+
  protected:
   std::vector<std::string> notices_;
+  std::vector<component_status> components_;
 };
 
 // Options of the sim backend (docs/sim-backend.md).
@@ -127,14 +176,35 @@ struct sim_options {
   std::string profile = "train";  // train | idle | a constant utilisation 0..1
 };
 
+// Which components to measure besides (or instead of) the GPUs (--components; docs/carbon.md).
+struct component_options {
+  bool gpu = true;
+  bool cpu = true;
+  bool dram = true;
+  // --components was given: a named component that cannot be measured is an error, not a note.
+  bool named = false;
+  // Estimate the CPU from TDP x utilisation where RAPL cannot measure it (--estimate-cpu).
+  bool estimate_cpu = false;
+  std::optional<double> cpu_tdp_w;  // overrides the TDP table (--cpu-tdp)
+  std::string powercap_root;        // empty: JOULES_POWERCAP_ROOT, else /sys/class/powercap
+  std::string proc_root;            // empty: JOULES_PROC_ROOT, else /proc (for /proc/stat)
+};
+
 struct backend_options {
   std::string name = "auto";  // auto | nvml | sim
   std::string nvml_library;   // empty: JOULES_NVML_LIBRARY or libnvidia-ml.so.1
   sim_options sim;
+  component_options components;
 };
 
 // Opens the backend named in `options`.  "auto" means NVML: joules never falls back to the sim
 // backend silently, it fails with a message that mentions --backend sim.  Throws fatal_error.
+// The GPU backend alone, without CPU and DRAM.
+std::unique_ptr<backend> open_gpu_backend(const backend_options& options);
+
+// The GPUs (unless components.gpu is false), then the RAPL domains of the CPU packages and
+// their DRAM that can be read (src/rapl), then a CPU estimate when asked for: one device list
+// with device_info::kind telling them apart.  GPUs always come first.  Throws fatal_error.
 std::unique_ptr<backend> open_backend(const backend_options& options);
 
 }  // namespace joules

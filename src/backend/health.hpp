@@ -100,4 +100,18 @@ struct health_reading {
   bool processes_known = false;
 };
 
+// What `doctor` reports about a device beyond device_info (backend::probe_capabilities).
+struct device_capabilities {
+  // Health readings the device answered, by name ("utilization", "ecc", "gpm", ...), in the
+  // order health_reading lists them; empty when the backend has none.
+  std::vector<std::string> health_readings;
+  std::optional<bool> gpm;  // GPM metrics (SM/tensor activity), Hopper and newer
+  // The power limit can be set (the driver has the call and a range), and this process may.
+  std::optional<bool> power_limit_control;
+  std::optional<bool> power_limit_permission;
+  std::optional<bool> mig_enabled;
+  std::optional<int> compute_capability_major;
+  std::optional<int> compute_capability_minor;
+};
+
 }  // namespace joules

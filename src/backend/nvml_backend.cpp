@@ -1,7 +1,7 @@
 // The NVML backend: enumerates GPUs, probes each one's capabilities once, and reads energy and
 // power.  Reading prefers one nvmlDeviceGetFieldValues call that returns the energy counter and
 // the instantaneous power together (one NVML call per GPU per tick); it falls back to the
-// individual getters on drivers without the fields.
+// individual getters on drivers without the fields.  Health readings are nvml_health.cpp's.
 
 #include <fmt/format.h>
 
@@ -11,6 +11,8 @@
 
 #include "backend/backend.hpp"
 #include "backend/nvml_backend.hpp"
+#include "backend/nvml_decode.hpp"
+#include "backend/nvml_health.hpp"
 #include "nvml/nvml_library.hpp"
 #include "util/error.hpp"
 
@@ -55,42 +57,6 @@ bool power_usage_is_averaged(nvmlDeviceArchitecture_t arch, const std::string& n
   return !(arch == kArchAmpere && ga100);
 }
 
-double field_as_double(const nvmlFieldValue_t& v) {
-  switch (v.valueType) {
-    case kValueTypeDouble:
-      return v.value.dVal;
-    case kValueTypeUnsignedInt:
-      return static_cast<double>(v.value.uiVal);
-    case kValueTypeUnsignedLong:
-      return static_cast<double>(v.value.ulVal);
-    case kValueTypeUnsignedLongLong:
-      return static_cast<double>(v.value.ullVal);
-    case kValueTypeSignedLongLong:
-      return static_cast<double>(v.value.sllVal);
-    case kValueTypeSignedInt:
-      return static_cast<double>(v.value.siVal);
-    case kValueTypeUnsignedShort:
-      return static_cast<double>(v.value.usVal);
-    default:
-      return 0.0;
-  }
-}
-
-std::uint64_t field_as_u64(const nvmlFieldValue_t& v) {
-  switch (v.valueType) {
-    case kValueTypeUnsignedLongLong:
-      return v.value.ullVal;
-    case kValueTypeUnsignedLong:
-      return v.value.ulVal;
-    case kValueTypeUnsignedInt:
-      return v.value.uiVal;
-    case kValueTypeSignedLongLong:
-      return v.value.sllVal < 0 ? 0 : static_cast<std::uint64_t>(v.value.sllVal);
-    default:
-      return static_cast<std::uint64_t>(std::max(0.0, field_as_double(v)));
-  }
-}
-
 std::optional<watts> milliwatts(nvmlDevice_t h, nvmlReturn_t (*fn)(nvmlDevice_t, unsigned int*)) {
   unsigned int mw = 0;
   if (fn == nullptr || fn(h, &mw) != kSuccess) return std::nullopt;
@@ -104,6 +70,8 @@ class nvml_backend final : public backend {
     meta_.library_path = lib_->path();
     meta_.driver_version = lib_->driver_version();
     meta_.library_version = lib_->nvml_version();
+    meta_.symbols_found = lib_->symbol_count();
+    meta_.symbols_known = library::known_symbol_count();
     enumerate();
   }
 
@@ -162,6 +130,51 @@ class nvml_backend final : public backend {
       }
     }
     return r;
+  }
+
+  health_reading read_health(std::size_t i) override { return health_[i]->read(); }
+
+  device_capabilities probe_capabilities(std::size_t i) override {
+    const auto& fn = lib_->fn();
+    const nvmlDevice_t h = states_[i].handle;
+    device_capabilities c;
+    health_reader& reader = *health_[i];
+    if (!reader.probed()) (void)reader.read();
+    c.health_readings = reader.supported();
+    c.gpm = reader.gpm_supported();
+    // Whether this process may change the limit: set it to the value it already has.  NVML has
+    // no query for the permission, and a no-op set changes nothing on the GPU.
+    const device_info& info = infos_[i];
+    unsigned int current = 0;
+    const bool readable = fn.nvmlDeviceGetPowerManagementLimit != nullptr &&
+                          fn.nvmlDeviceGetPowerManagementLimit(h, &current) == kSuccess;
+    c.power_limit_control = readable && fn.nvmlDeviceSetPowerManagementLimit != nullptr &&
+                            info.min_power_limit && info.max_power_limit &&
+                            info.max_power_limit->value > info.min_power_limit->value;
+    if (*c.power_limit_control) {
+      const nvmlReturn_t rc = fn.nvmlDeviceSetPowerManagementLimit(h, current);
+      if (rc == kSuccess) {
+        c.power_limit_permission = true;
+      } else if (rc == kErrorNoPermission) {
+        c.power_limit_permission = false;
+      } else if (rc == kErrorNotSupported) {
+        c.power_limit_control = false;
+      }
+    }
+    unsigned int mode = 0;
+    unsigned int pending = 0;
+    if (fn.nvmlDeviceGetMigMode != nullptr &&
+        fn.nvmlDeviceGetMigMode(h, &mode, &pending) == kSuccess) {
+      c.mig_enabled = mode == kDeviceMigEnable;
+    }
+    int major = 0;
+    int minor = 0;
+    if (fn.nvmlDeviceGetCudaComputeCapability != nullptr &&
+        fn.nvmlDeviceGetCudaComputeCapability(h, &major, &minor) == kSuccess) {
+      c.compute_capability_major = major;
+      c.compute_capability_minor = minor;
+    }
+    return c;
   }
 
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override {
@@ -319,12 +332,15 @@ class nvml_backend final : public backend {
     }
     infos_.push_back(std::move(info));
     states_.push_back(st);
+    health_.push_back(std::make_unique<health_reader>(fn, h));
   }
 
   std::unique_ptr<library> lib_;
   backend_meta meta_;
   std::vector<device_info> infos_;
   std::vector<device_state> states_;
+  // After lib_: destroyed first, while the library (and its GPM samples) are still there.
+  std::vector<std::unique_ptr<health_reader>> health_;
 };
 
 }  // namespace

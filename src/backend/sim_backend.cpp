@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <charconv>
 #include <cmath>
@@ -43,10 +44,57 @@ double gpu_factor(unsigned gpu) {
   return 1.0 - 0.005 * static_cast<double>(gpu % 3);
 }
 
+// What the health readings of a simulated board show besides power: illustrative values of the
+// kind each product reports (memory size, top clocks, PCIe generation), not datasheet claims.
+struct sim_board {
+  std::string_view key;
+  double memory_gib;
+  unsigned max_sm_mhz;
+  unsigned memory_mhz;
+  unsigned pcie_generation;
+  bool fan;  // boards with their own fan; SXM and passive PCIe boards report none
+};
+
+constexpr std::array kBoards = {
+    sim_board{"h100-sxm", 79.6, 1980, 2619, 5, false},
+    sim_board{"h100-pcie", 79.6, 1755, 1593, 5, false},
+    sim_board{"h200", 140.4, 1980, 3201, 5, false},
+    sim_board{"gh200", 94.5, 1980, 2619, 5, false},
+    sim_board{"b200", 179.1, 1965, 3996, 5, false},
+    sim_board{"a100-sxm", 80.0, 1410, 1593, 4, false},
+    sim_board{"a100-pcie", 80.0, 1410, 1512, 4, false},
+    sim_board{"a10", 22.5, 1695, 6251, 4, false},
+    sim_board{"l40s", 45.0, 2520, 9001, 4, false},
+    sim_board{"l4", 22.5, 2040, 6251, 4, false},
+    sim_board{"rtx4090", 24.0, 2520, 10501, 4, true},
+    sim_board{"v100", 32.0, 1530, 877, 3, false},
+    sim_board{"t4", 15.0, 1590, 5001, 3, false},
+};
+constexpr sim_board kOtherBoard{"", 80.0, 1980, 2619, 5, false};
+
+const sim_board& board_of(std::string_view key) {
+  for (const auto& b : kBoards) {
+    if (b.key == key) return b;
+  }
+  return kOtherBoard;
+}
+
+// The temperature model follows utilisation averaged over this long (a heat sink warms slowly).
+constexpr double kThermalS = 30.0;
+constexpr double kIdleC = 32.0;
+constexpr double kLoadRiseC = 43.0;
+constexpr unsigned kIdleSmMhz = 345;
+
 class sim_backend final : public backend {
  public:
   sim_backend(const sim_options& o, const sim_model& model, double tdp_w)
-      : profile_(o.profile), tdp_w_(tdp_w), origin_(steady::now()) {
+      : profile_(o.profile),
+        tdp_w_(tdp_w),
+        origin_(steady::now()),
+        board_(board_of(model.key)),
+        gpm_(model.architecture == "hopper" || model.architecture == "blackwell"),
+        remaps_rows_(model.architecture != "volta" && model.architecture != "turing"),
+        gpus_(o.gpus) {
     meta_.backend = "sim";
     meta_.library_version =
         fmt::format("sim model {}, {:g} W TDP, profile {}", model.key, tdp_w, o.profile);
@@ -81,10 +129,84 @@ class sim_backend final : public backend {
     return r;
   }
 
+  health_reading read_health(std::size_t i) override {
+    const double t = seconds_between(origin_, steady::now());
+    const auto gpu = static_cast<unsigned>(i);
+    const double u = profile_.utilisation(gpu, t);
+    const double t0 = std::max(0.0, t - kThermalS);
+    const double warm = (profile_.integral(gpu, t) - profile_.integral(gpu, t0)) / kThermalS;
+    const bool idle = u < 0.05;
+    const bool capped = u > 0.95;  // at the top of the profile the board sits at its power limit
+    health_reading h;
+    h.gpu_util_percent = static_cast<unsigned>(std::lround(100.0 * u));
+    h.memory_util_percent = static_cast<unsigned>(std::lround(60.0 * u));
+    const double total = board_.memory_gib * 1024.0 * 1024.0 * 1024.0;
+    h.memory_total_bytes = static_cast<std::uint64_t>(total);
+    h.memory_reserved_bytes = 512ULL << 20U;
+    h.memory_used_bytes = static_cast<std::uint64_t>(total * std::min(0.72, 0.05 + 0.7 * u));
+    h.temperature_c = std::round(kIdleC + kLoadRiseC * warm);
+    h.memory_temperature_c = *h.temperature_c + 6.0;
+    h.slowdown_temperature_c = 89.0;
+    h.shutdown_temperature_c = 92.0;
+    h.max_sm_clock_mhz = board_.max_sm_mhz;
+    h.max_memory_clock_mhz = board_.memory_mhz;
+    h.sm_clock_mhz = idle ? kIdleSmMhz : (capped ? board_.max_sm_mhz * 23 / 25 : board_.max_sm_mhz);
+    h.memory_clock_mhz = board_.memory_mhz;
+    h.throttle = clock_events::decode((idle ? 0x1ULL : 0ULL) | (capped ? 0x4ULL : 0ULL));
+    if (board_.fan) h.fan_percent = static_cast<unsigned>(std::lround(30.0 + 50.0 * warm));
+    h.performance_state = 0;
+    h.ecc_enabled = true;
+    h.ecc_corrected_volatile = h.ecc_uncorrected_volatile = 0;
+    h.ecc_corrected_aggregate = h.ecc_uncorrected_aggregate = 0;
+    if (remaps_rows_) {
+      h.remapped_rows_corrected = h.remapped_rows_uncorrected = 0;
+      h.remap_pending = h.remap_failure = false;
+    } else {
+      h.retired_pages_single_bit = h.retired_pages_double_bit = 0;
+      h.retirement_pending = false;
+    }
+    h.pcie_generation = h.pcie_max_generation = board_.pcie_generation;
+    h.pcie_width = h.pcie_max_width = 16U;
+    h.pcie_replays = 0;
+    h.pcie_tx_bytes_per_s = 2.0e9 * u;
+    h.pcie_rx_bytes_per_s = 3.0e9 * u;
+    h.persistence_mode = true;
+    h.power_limit_w = tdp_w_;
+    h.default_power_limit_w = tdp_w_;
+    if (gpm_) {
+      h.sm_activity_percent = 93.0 * u;
+      h.sm_occupancy_percent = 45.0 * u;
+      h.tensor_activity_percent = u > 0.9 ? 62.0 * u : 8.0 * u;  // tensor cores in compute only
+      h.dram_bandwidth_percent = 55.0 * u;
+      if (gpus_ > 1) {
+        // Gradients cross NVLink in the communication phase of a step.
+        const double nvlink = idle ? 0.0 : (u > 0.9 ? 25.0e9 : 180.0e9);
+        h.nvlink_tx_bytes_per_s = h.nvlink_rx_bytes_per_s = nvlink;
+      }
+    }
+    return h;
+  }
+
+  device_capabilities probe_capabilities(std::size_t i) override {
+    (void)i;
+    device_capabilities c;
+    c.health_readings = {"utilization", "memory",           "temperature", "memory_temperature",
+                         "clocks",      "clock_events",     "ecc_mode",    "ecc_errors",
+                         "pcie_link",   "persistence_mode", "power_limit"};
+    c.gpm = gpm_;
+    if (gpm_) c.health_readings.emplace_back("gpm");
+    c.power_limit_control = false;  // a model has no limit to change
+    return c;
+  }
+
  private:
   sim_profile profile_;
   double tdp_w_;
   mono_time origin_;
+  const sim_board& board_;
+  bool gpm_;
+  bool remaps_rows_;
+  unsigned gpus_;
   backend_meta meta_;
   std::vector<device_info> infos_;
 };

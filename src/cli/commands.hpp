@@ -22,6 +22,13 @@ const command_spec& steps_spec();
 int steps_main(const parsed_args& args);
 const command_spec& wrap_spec();
 int wrap_main(const parsed_args& args);
+const command_spec& serve_spec();
+int serve_main(const parsed_args& args);
+
+const command_spec& monitor_spec();
+int monitor_main(const parsed_args& args);
+const command_spec& doctor_spec();
+int doctor_main(const parsed_args& args);
 
 // Every subcommand, in the order `joules --help` lists them.
 std::span<const command_entry> all_command_entries();

@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "backend/sim_backend.hpp"
+#include "cli/energy_options.hpp"
 #include "scope/device_scope.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
@@ -20,6 +21,7 @@ namespace {
 constexpr std::string_view kMeasurement = "Measurement";
 constexpr std::string_view kOutput = "Output";
 constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
+constexpr std::string_view kExport = "Live metrics";
 
 // Label names joules sets itself; a user label may not take them (they would be ambiguous in
 // Prometheus and in joined JSONL).
@@ -70,10 +72,20 @@ void note(const std::string& text) {
   std::fprintf(stderr, "joules: note: %s\n", text.c_str());
 }
 
+// The CPU, DRAM, carbon and cost options (cli/energy_options.hpp), inserted before --help.
+std::vector<option_spec> with_energy_options(std::vector<option_spec> o) {
+  const option_spec help = o.back();
+  o.pop_back();
+  o.insert(o.end(), component_option_specs().begin(), component_option_specs().end());
+  o.insert(o.end(), carbon_option_specs().begin(), carbon_option_specs().end());
+  o.push_back(help);
+  return o;
+}
+
 }  // namespace
 
 const std::vector<option_spec>& measure_options() {
-  static const std::vector<option_spec> options = {
+  static const std::vector<option_spec> options = with_energy_options({
       {"gpus", 0, "LIST",
        "GPUs to measure: all, or a comma-separated list of indices (as nvidia-smi numbers them), "
        "UUIDs (GPU-...), MIG UUIDs (their GPU is measured) or PCI bus ids.",
@@ -105,6 +117,19 @@ const std::vector<option_spec>& measure_options() {
        "Attach a label to the run's records. KEY is letters, digits and _, not starting with a "
        "digit.",
        "", true, kOutput},
+      {"prometheus", 0, "[HOST:]PORT",
+       "Serve the run's metrics at http://HOST:PORT/metrics while it runs (docs/metrics.md). HOST "
+       "is 127.0.0.1 unless given; port 0 picks a free port. The address is printed on stderr.",
+       "", false, kExport},
+      {"otlp", 0, "URL",
+       "Push the run's metrics to an OpenTelemetry collector over OTLP/HTTP with JSON, e.g. "
+       "http://127.0.0.1:4318 (/v1/metrics is added when the URL has no path). A down or slow "
+       "collector never holds up the command; batches not delivered are counted in session_end.",
+       "", false, kExport},
+      {"otlp-header", 0, "KEY=VALUE", "An HTTP header sent with every OTLP request.", "", true,
+       kExport},
+      {"otlp-interval", 0, "MS", "Milliseconds between OTLP pushes, 100 to 3600000.", "10000",
+       false, kExport},
       {"run-id", 0, "ID",
        "Identifier on every record of the run; give every node of a multi-node run the same one.",
        "JOULES_RUN_ID, else SLURM_JOB_ID.SLURM_STEP_ID, else random", false, kOutput},
@@ -120,7 +145,7 @@ const std::vector<option_spec>& measure_options() {
        "train", false, kSim},
       {"sim-tdp", 0, "W", "Board power of the simulated GPU in watts.", "the model's", false, kSim},
       {"help", 'h', "", "Print this help and exit.", "", false, "Other"},
-  };
+  });
   return options;
 }
 
@@ -132,6 +157,52 @@ std::string resolve_run_id(const std::optional<std::string>& option) {
     return *job;
   }
   return random_run_id();
+}
+
+backend_options read_backend_options(const parsed_args& args) {
+  backend_options b;
+  b.name = args.get("backend").value_or("auto");
+  if (b.name != "auto" && b.name != "nvml" && b.name != "sim") {
+    throw usage_error(fmt::format("--backend '{}': expected auto, nvml or sim", b.name));
+  }
+  if (auto lib = args.get("nvml-library")) b.nvml_library = *lib;
+  for (const char* sim_option : {"sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
+    if (args.has(sim_option) && b.name != "sim") {
+      throw usage_error(fmt::format("--{} applies only with --backend sim", sim_option));
+    }
+  }
+  if (auto m = args.get("sim-model")) b.sim.model = *m;
+  if (auto n = args.get("sim-gpus")) {
+    const auto v = parse_uint(*n, 1, 1024);
+    if (!v)
+      throw usage_error(
+          fmt::format("--sim-gpus '{}': expected a number of GPUs from 1 to 1024", *n));
+    b.sim.gpus = static_cast<unsigned>(*v);
+  }
+  if (auto p = args.get("sim-profile")) {
+    b.sim.profile = *p;
+    [[maybe_unused]] const sim_profile check(*p);  // throws usage_error for a bad profile
+  }
+  if (auto w = args.get("sim-tdp")) {
+    const auto v = parse_double(*w);
+    if (!v || *v <= 0.0 || *v > 5000.0) {
+      throw usage_error(
+          fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
+    }
+    b.sim.tdp_w = *v;
+  }
+  return b;
+}
+
+std::vector<option_spec> backend_option_specs() {
+  std::vector<option_spec> out;
+  for (const auto& o : measure_options()) {
+    for (std::string_view name :
+         {"backend", "nvml-library", "sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
+      if (o.name == name) out.push_back(o);
+    }
+  }
+  return out;
 }
 
 measure_settings read_measure_settings(const parsed_args& args, std::string_view subcommand) {
@@ -154,36 +225,7 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
   if (s.gpus && trim(*s.gpus).empty()) {
     throw usage_error("--gpus '': expected all, or a comma-separated list of GPU indices or UUIDs");
   }
-  s.backend.name = args.get("backend").value_or("auto");
-  if (s.backend.name != "auto" && s.backend.name != "nvml" && s.backend.name != "sim") {
-    throw usage_error(fmt::format("--backend '{}': expected auto, nvml or sim", s.backend.name));
-  }
-  if (auto lib = args.get("nvml-library")) s.backend.nvml_library = *lib;
-  for (const char* sim_option : {"sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
-    if (args.has(sim_option) && s.backend.name != "sim") {
-      throw usage_error(fmt::format("--{} applies only with --backend sim", sim_option));
-    }
-  }
-  if (auto m = args.get("sim-model")) s.backend.sim.model = *m;
-  if (auto n = args.get("sim-gpus")) {
-    const auto v = parse_uint(*n, 1, 1024);
-    if (!v)
-      throw usage_error(
-          fmt::format("--sim-gpus '{}': expected a number of GPUs from 1 to 1024", *n));
-    s.backend.sim.gpus = static_cast<unsigned>(*v);
-  }
-  if (auto p = args.get("sim-profile")) {
-    s.backend.sim.profile = *p;
-    [[maybe_unused]] const sim_profile check(*p);  // throws usage_error for a bad profile
-  }
-  if (auto w = args.get("sim-tdp")) {
-    const auto v = parse_double(*w);
-    if (!v || *v <= 0.0 || *v > 5000.0) {
-      throw usage_error(
-          fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
-    }
-    s.backend.sim.tdp_w = *v;
-  }
+  s.backend = read_backend_options(args);
   s.output = args.get("output");
   s.append = args.has("append");
   s.json = args.has("json");
@@ -212,6 +254,9 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
     }
     s.labels.emplace_back(key, label.substr(eq + 1));
   }
+  s.exports = read_export_settings(args);
+  read_component_options(args, s.backend.components);
+  s.carbon = carbon::resolve(read_carbon_settings(args));
   const auto id = args.get("run-id");
   if (id && !valid_run_id(*id)) {
     throw usage_error(
@@ -237,15 +282,35 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   for (const auto& n : hw.notices())
     note(n);
 
-  scope_request request;
-  request.gpus = settings.gpus;
-  request.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
-  request.nvidia_visible_devices = env("NVIDIA_VISIBLE_DEVICES");
-  scope_result scope = select_devices(hw.devices(), request, [this](std::string_view mig) {
-    return sampler_->on_thread([&](backend& b) { return b.parent_of_mig(mig); });
-  });
+  // GPUs come first in the device list (open_backend); the CPU and DRAM domains after them are
+  // the machine's, not the job's: they are all measured.
+  std::vector<device_info> gpus;
+  for (const auto& d : hw.devices()) {
+    if (d.kind == device_kind::gpu) gpus.push_back(d);
+  }
+  scope_result scope;
+  if (settings.backend.components.gpu) {
+    scope_request request;
+    request.gpus = settings.gpus;
+    request.cuda_visible_devices = env("CUDA_VISIBLE_DEVICES");
+    request.nvidia_visible_devices = env("NVIDIA_VISIBLE_DEVICES");
+    scope = select_devices(gpus, request, [this](std::string_view mig) {
+      return sampler_->on_thread([&](backend& b) { return b.parent_of_mig(mig); });
+    });
+  } else {
+    scope.source = "--components";
+    scope.value = "no gpu";
+  }
   for (const auto& n : scope.notes)
     note(n);
+  for (const auto& c : hw.components()) {
+    // Unreadable counters get their fix said once, before the run; absent ones only in the
+    // summary and the records (a VM has no RAPL, and that is no news on every run).
+    if (!c.fix.empty() && c.method == energy_method::none) {
+      note(fmt::format("{} energy is not measured: {}; {}",
+                       c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
+    }
+  }
 
   for (std::size_t i : scope.devices) {
     const device_info& d = hw.devices()[i];
@@ -258,11 +323,13 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
     }
     measured_.push_back(i);
   }
-  if (measured_.empty()) {
+  if (measured_.empty() && settings.backend.components.gpu) {
     throw fatal_error(
         "none of the chosen GPUs can be measured (no energy counter, no power reading); to "
         "estimate them, use --backend sim with their model");
   }
+  for (std::size_t i = gpus.size(); i < hw.devices().size(); ++i)
+    measured_.push_back(i);
 
   ctx_.subcommand = std::move(subcommand);
   ctx_.run_id = settings.run_id;
@@ -275,6 +342,22 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.scope = std::move(scope);
   ctx_.notices = hw.notices();
   ctx_.interval_ms = static_cast<double>(settings.interval.count());
+  ctx_.components = hw.components();
+  ctx_.carbon = settings.carbon;
+
+  std::vector<bool> is_gpu;
+  for (const auto& d : ctx_.devices)
+    is_gpu.push_back(d.kind == device_kind::gpu);
+  live_ = std::make_unique<exporter::run_metrics>(std::move(is_gpu));
+  if (settings.exports.any()) {
+    // Binds the port and resolves the collector now: a port in use is reported before any file
+    // is truncated or the command started.
+    exporters_ = std::make_unique<exporters>(
+        settings.exports,
+        exporter::run_source({sampler_.get(), live_.get(), ctx_.devices, ctx_.backend,
+                              ctx_.subcommand, std::max(5.0, 3.0 * ctx_.interval_ms / 1000.0)}),
+        ctx_);
+  }
 
   // Last, because it truncates: every other input error has been reported by now.
   if (settings.output) {
@@ -288,12 +371,40 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
 measurement::~measurement() = default;
 
 void measurement::start() {
+  // The exporters first: the child starts right after the sampler's first reading, and the
+  // run's live energy counts from that reading.
+  if (exporters_) exporters_->start();
   sampler_->start(measured_);
+  // RAPL counters must be read before they can wrap twice: the sampler may have shortened the
+  // interval (sampler::start), and the records say the interval in force.
+  const double interval_ms = sampler_->interval_s() * 1000.0;
+  if (interval_ms + 0.5 < ctx_.interval_ms) {
+    note(
+        fmt::format("--interval {:.0f} ms shortened to {:.0f} ms: the RAPL energy counters could "
+                    "wrap twice between readings",
+                    ctx_.interval_ms, interval_ms));
+    ctx_.interval_ms = interval_ms;
+  }
+}
+
+std::vector<double> measurement::energy_at(mono_time t) const {
+  // The latest snapshot is from the sampler's first readings, a few milliseconds from t: carry
+  // its energy to t at the power it read.
+  std::vector<double> out(ctx_.devices.size(), 0.0);
+  const auto snap = sampler_->snapshot();
+  if (!snap) return out;
+  const double dt = seconds_between(snap->taken, t);
+  for (std::size_t k = 0; k < out.size() && k < snap->devices.size(); ++k) {
+    const auto& d = snap->devices[k];
+    out[k] = std::max(0.0, d.energy_j.value_or(0.0) + d.power_w.value_or(0.0) * dt);
+  }
+  return out;
 }
 
 void measurement::child_started(mono_time t) {
   ctx_.start_mono = t;
   ctx_.start_wall = std::chrono::system_clock::now();
+  live_->set_started(t, energy_at(t));
   sampler_->boundary(t);
   if (sink_) sink_->write(session_start_record(ctx_));
 }
@@ -303,6 +414,7 @@ std::vector<window_result> measurement::child_ended(const child_process& child) 
 }
 
 void measurement::add_window(const window_result& w) {
+  live_->add_window(w);
   if (!run_) {
     run_ = w;
     return;
@@ -349,6 +461,7 @@ int measurement::finish(const child_process& child, const std::string& extra_jso
     const device_timeline& tl = sampler_->accounts().timeline(k);
     device_outcome d;
     d.counter_resets = tl.counter_resets();
+    d.counter_wraps = tl.counter_wraps();
     d.reset_estimated_j = tl.reset_estimated_j();
     d.read_errors = tl.read_errors();
     d.last_error_code = tl.last_error_code();
@@ -357,12 +470,24 @@ int measurement::finish(const child_process& child, const std::string& extra_jso
     if (tl.counter_lost_at()) d.counter_lost_at_s = std::max(0.0, *tl.counter_lost_at() - start);
     out.devices.push_back(d);
   }
+  live_->finish(seconds_between(ctx_.start_mono, out.end_mono));
+  if (exporters_) {
+    // The last OTLP push carries the run's final totals; then /metrics closes.
+    exporters_->finish();
+    out.exporters_json = exporters_->report_json();
+  }
   if (sink_) {
     out.records_lost = sink_->failed_writes();
     sink_->write(session_end_record(ctx_, out));
   }
   if (!settings_.quiet && !settings_.json) {
-    std::fprintf(stderr, "%s%s\n", summary_line(ctx_, out).c_str(), summary_extra.c_str());
+    const auto footprint = carbon::assess(ctx_.carbon, to_joules(out.window.energy_uj).value);
+    std::fprintf(stderr, "%s%s%s\n", summary_line(ctx_, out).c_str(), summary_extra.c_str(),
+                 carbon::summary_text(footprint).c_str());
+  }
+  if (exporters_) {
+    if (const std::string lost = exporters_->loss_line(); !lost.empty())
+      std::fprintf(stderr, "%s\n", lost.c_str());
   }
   must_exit_hard_ = out.sampler_abandoned;
   return out.exit_status;

@@ -10,7 +10,10 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "carbon/carbon.hpp"
 #include "cli/options.hpp"
+#include "cli/run_export.hpp"
+#include "export/run_metrics.hpp"
 #include "proc/child.hpp"
 #include "record/jsonl_sink.hpp"
 #include "record/session_records.hpp"
@@ -32,7 +35,15 @@ struct measure_settings {
   std::vector<std::pair<std::string, std::string>> labels;
   std::string run_id;
   std::vector<std::string> command;
+  export_settings exports;  // --prometheus, --otlp
+  carbon::factors carbon;   // --pue, --region, --carbon-intensity, --price-per-kwh (resolved)
 };
+
+// --backend, --nvml-library and --sim-*, which every subcommand that reads hardware shares
+// (run, wrap, monitor, doctor): their specs (as in measure_options()) and their reader.  Throws
+// usage_error naming the value and what is accepted.
+std::vector<option_spec> backend_option_specs();
+backend_options read_backend_options(const parsed_args& args);
 
 // Validates the shared options.  Throws usage_error naming the value and what is accepted.
 measure_settings read_measure_settings(const parsed_args& args, std::string_view subcommand);
@@ -52,6 +63,8 @@ class measurement {
   joules::sampler& sampler() { return *sampler_; }
   const run_context& context() const { return ctx_; }
   jsonl_sink* sink() { return sink_ ? &*sink_ : nullptr; }
+  // The run's live state for --prometheus and --otlp (run_metrics.hpp says what wrap calls).
+  exporter::run_metrics& live() { return *live_; }
 
   // Starts sampling; call right before starting the child.
   void start();
@@ -83,6 +96,11 @@ class measurement {
   std::optional<jsonl_sink> sink_;
   run_context ctx_;
   std::optional<window_result> run_;  // the whole run, the sum of its windows
+  // The snapshots' energy of each device at t (for the live metrics).
+  std::vector<double> energy_at(mono_time t) const;
+
+  std::unique_ptr<exporter::run_metrics> live_;
+  std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
   bool must_exit_hard_ = false;
 };
 

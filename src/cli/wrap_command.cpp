@@ -10,6 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <csignal>
@@ -35,6 +36,7 @@ namespace joules::cli {
 namespace {
 
 constexpr std::string_view kSteps = "Steps";
+constexpr std::size_t kMaxPendingWindows = 65536;
 
 // Windows finished on the sampler thread, handed to the main loop (which owns the labels, the
 // records and the output) through a queue and an eventfd it polls.
@@ -49,10 +51,14 @@ class window_queue {
 
   int fd() const { return fd_; }
   void push(const window_result& w) {
+    bool was_empty = false;
     {
       std::lock_guard lock(mu_);
+      was_empty = items_.empty();
       items_.push_back(w);
     }
+    // One wake-up per batch: drain() takes everything queued by then.
+    if (!was_empty) return;
     const std::uint64_t one = 1;
     [[maybe_unused]] const auto n = write(fd_, &one, sizeof one);
   }
@@ -97,8 +103,7 @@ const std::vector<option_spec>& wrap_options() {
              kSteps},
             {"straggler-threshold", 0, "F",
              "Warn when a GPU's energy per step stays more than this fraction from the median of "
-             "the "
-             "GPUs.",
+             "the GPUs (steps shorter than 10 ms are not checked).",
              "0.1", false, kSteps},
             {"straggler-window", 0, "N", "Steps over which a straggler must stay apart.", "20",
              false, kSteps},
@@ -224,17 +229,32 @@ int wrap_main(const parsed_args& args) {
   }
   set_nonblocking(out_fd);
 
-  auto notice = [](const std::string& line) { std::fprintf(stderr, "joules: %s\n", line.c_str()); };
+  // Lines for people (predictions, stragglers) wait while a step line is held for its energy:
+  // on a terminal they would land in the middle of it.
+  std::vector<std::string> notices;
+  auto notice = [&notices](const std::string& line) { notices.push_back(line); };
+  auto print_notices = [&notices] {
+    for (const auto& line : notices)
+      std::fprintf(stderr, "joules: %s\n", line.c_str());
+    notices.clear();
+  };
   wrap_report report(m.context(), ws, m.sink(), notice);
   output_gate gate(STDOUT_FILENO);
   step_windows windows;
   line_splitter splitter;
   std::uint64_t line_number = 0;
+  mono_time line_began{};  // arrival of the first byte of the line being read
 
   auto handle_window = [&](const window_result& w) {
     m.add_window(w);
     const window_label label = windows.take_label(w.index);
     const std::string annotation = report.add(w, label);
+    // The live view (--prometheus, --otlp): the last step, its metrics, the prediction.
+    if (label.kind == window_kind::step) {
+      m.live().add_step(label.step, label.step_gap, label.total, w);
+    }
+    if (!label.metrics.empty()) m.live().set_training_metrics(label.metrics);
+    if (report.last_prediction()) m.live().set_prediction(*report.last_prediction());
     if (inline_energy) gate.annotate(w.index, annotation);
   };
   auto drain_queue = [&] {
@@ -244,15 +264,22 @@ int wrap_main(const parsed_args& args) {
 
   std::vector<char> buffer(64 * 1024);
   bool eof = false;
+  bool backlogged = false;
   while (!eof || !child.exited()) {
-    std::array<pollfd, 3> fds{
-        {{eof ? -1 : out_fd, POLLIN, 0}, {child.signal_fd(), POLLIN, 0}, {queue.fd(), POLLIN, 0}}};
+    // Bounded memory: when the windows not yet accounted for pile up (a trainer printing steps
+    // faster than they can be accounted, hundreds of thousands a second), reading pauses until
+    // they are down by half.
+    if (windows.pending_labels() >= kMaxPendingWindows) backlogged = true;
+    if (windows.pending_labels() <= kMaxPendingWindows / 2) backlogged = false;
+    std::array<pollfd, 3> fds{{{eof || backlogged ? -1 : out_fd, POLLIN, 0},
+                               {child.signal_fd(), POLLIN, 0},
+                               {queue.fd(), POLLIN, 0}}};
     // After the command has ended, what it left in the pipe is read until it is quiet: a
     // background process that keeps the terminal open must not keep joules waiting.
     const int timeout_ms = child.exited() ? 100 : (gate.holding() ? 100 : -1);
     const int ready = poll(fds.data(), fds.size(), timeout_ms);
     if (ready < 0 && errno != EINTR) break;
-    if (ready == 0 && child.exited()) break;
+    if (ready == 0 && child.exited() && !backlogged) break;
     if ((fds[0].revents & (POLLIN | POLLHUP | POLLERR)) != 0) {
       const ssize_t n = read(out_fd, buffer.data(), buffer.size());
       if (n > 0) {
@@ -260,11 +287,18 @@ int wrap_main(const parsed_args& args) {
         const mono_time stamp = child.exited() ? child.exit_time() : steady::now();
         const std::string_view chunk(buffer.data(), static_cast<std::size_t>(n));
         std::size_t written = 0;
+        // A line is stamped with the arrival of its first byte: trainers print a step's line
+        // right after the step, and some write the text and its newline in two calls (Python's
+        // print), which may arrive apart.
+        const bool was_mid_line = splitter.mid_line();
+        bool first_line = true;
         splitter.feed(chunk, [&](std::string_view line, std::size_t end) {
           ++line_number;
+          const mono_time line_stamp = first_line && was_mid_line ? line_began : stamp;
+          first_line = false;
           const steps::parsed_line parsed = parser.parse(line);
           if (!windows.on_line(parsed, line_number)) return;
-          m.sampler().boundary(stamp);
+          m.sampler().boundary(line_stamp);
           if (inline_energy && parsed.kind == steps::line_kind::step) {
             // Hold the line's terminator until its energy is known.
             const std::size_t cut =
@@ -277,6 +311,7 @@ int wrap_main(const parsed_args& args) {
           }
         });
         gate.write(chunk.substr(written));
+        if (splitter.mid_line() && !(was_mid_line && first_line)) line_began = stamp;
       } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
         eof = true;  // EIO from a pty whose last writer closed it
       }
@@ -290,11 +325,13 @@ int wrap_main(const parsed_args& args) {
     }
     if ((fds[2].revents & POLLIN) != 0) drain_queue();
     gate.expire(steady::now());
+    if (!gate.holding()) print_notices();
   }
   if (!child.exited()) child.wait();
   splitter.flush([&](std::string_view line, std::size_t) {
     ++line_number;
-    if (windows.on_line(parser.parse(line), line_number)) m.sampler().boundary(child.exit_time());
+    if (windows.on_line(parser.parse(line), line_number))
+      m.sampler().boundary(std::min(line_began, child.exit_time()));
   });
   windows.on_exit();
   drain_queue();
@@ -303,6 +340,7 @@ int wrap_main(const parsed_args& args) {
   for (const auto& w : last)
     handle_window(w);
   gate.flush_all();
+  print_notices();
   if (!pty && pipe_fds[0] >= 0) close(pipe_fds[0]);
 
   const int status = m.finish(child, report.session_json(m.run_energy_uj()), report.summary());

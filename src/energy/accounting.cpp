@@ -107,6 +107,12 @@ void accounting::resolve(bool final) {
   if (!boundaries_.empty()) {
     for (auto& tl : timelines_)
       tl.trim_before(boundaries_.front().t);
+  } else if (latest_tick_t_ > kIdleKeepS) {
+    // No window open (`monitor`, `serve`, or before a run's first boundary): keep only recent
+    // readings, so that a sampler left running for days holds bounded memory.  Cumulative
+    // energy survives trimming: anchors and power samples carry it.
+    for (auto& tl : timelines_)
+      tl.trim_before(latest_tick_t_ - kIdleKeepS);
   }
 }
 

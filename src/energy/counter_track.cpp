@@ -28,32 +28,65 @@ double median(std::vector<double> v) {
 }  // namespace
 
 bool counter_track::add(double t, std::uint64_t raw_mj, std::optional<double> power_w) {
+  return add_uj(t, raw_mj * 1000U, power_w);
+}
+
+void counter_track::set_wrap(std::uint64_t modulus_uj, double max_power_w) {
+  modulus_uj_ = modulus_uj;
+  wrap_max_power_w_ = max_power_w;
+}
+
+void counter_track::set_continuous() {
+  continuous_ = true;
+  model_ = model_kind::continuous;
+}
+
+double counter_track::energy_of(std::uint64_t raw_uj) const {
+  const auto uj = static_cast<std::int64_t>(raw_uj - base_uj_) + wrapped_uj_;
+  return static_cast<double>(uj) / 1e6 + offset_j_;
+}
+
+bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double> power_w) {
   bool reset = false;
   double energy = 0.0;
   double lo = kNoTime;
   if (!has_last_) {
-    offset_j_ = -static_cast<double>(raw_mj) / 1000.0;
+    base_uj_ = raw_uj;
     energy = 0.0;
     has_last_ = true;
-  } else if (raw_mj < last_raw_) {
-    // The counter went backwards: the driver was reloaded or the GPU reset, and the counter
-    // restarted from 0 at some instant since the last read.  The energy between the last read
-    // and that instant is unknown: estimate the whole gap from power when we have it.
-    const double since_reset = static_cast<double>(raw_mj) / 1000.0;
-    double gap = since_reset;
-    if (power_w && t > last_read_t_) gap = std::max(gap, *power_w * (t - last_read_t_));
-    energy = last_energy_j_ + gap;
-    offset_j_ = energy - since_reset;
-    reset_estimated_j_ += gap - since_reset;
-    ++resets_;
-    reset = true;
-    lo = last_read_t_;
+  } else if (raw_uj < last_raw_) {
+    // A wrap adds (modulus - last + raw) since the last read; more than the highest plausible
+    // power could use in that time means the counter was reset instead.  The slack covers the
+    // read instants being the middles of the reads, not the counter's update instants.
+    const std::uint64_t turn = modulus_uj_ > last_raw_ ? modulus_uj_ - last_raw_ + raw_uj : 0;
+    const double allowed_uj = wrap_max_power_w_ * (std::max(0.0, t - last_read_t_) + 0.002) * 1e6;
+    if (turn > 0 && static_cast<double>(turn) <= allowed_uj) {
+      wrapped_uj_ += static_cast<std::int64_t>(modulus_uj_);
+      ++wraps_;
+      energy = energy_of(raw_uj);
+      lo = last_read_t_;
+    } else {
+      // The counter went backwards: the driver was reloaded or the GPU reset, and the counter
+      // restarted from 0 at some instant since the last read.  The energy between the last read
+      // and that instant is unknown: estimate the whole gap from power when we have it.
+      const double since_reset = static_cast<double>(raw_uj) / 1e6;
+      double gap = since_reset;
+      if (power_w && t > last_read_t_) gap = std::max(gap, *power_w * (t - last_read_t_));
+      energy = last_energy_j_ + gap;
+      base_uj_ = 0;
+      wrapped_uj_ = 0;
+      offset_j_ = energy - since_reset;
+      reset_estimated_j_ += gap - since_reset;
+      ++resets_;
+      reset = true;
+      lo = last_read_t_;
+    }
   } else {
-    energy = static_cast<double>(raw_mj) / 1000.0 + offset_j_;
+    energy = energy_of(raw_uj);
     lo = last_read_t_;
   }
 
-  const bool changed = !pending_ && anchors_.empty() ? true : raw_mj != last_raw_ || reset;
+  const bool changed = !pending_ && anchors_.empty() ? true : raw_uj != last_raw_ || reset;
   if (in_burst_) {
     ++burst_reads_;
     if (changed && lo != kNoTime) {
@@ -68,16 +101,21 @@ bool counter_track::add(double t, std::uint64_t raw_mj, std::optional<double> po
       // Still waiting for the burst to end: keep the older value as an anchor-to-be.
       queued_.push_back(*pending_);
     }
+    // A continuous counter held its previous value up to the last read that showed it.
+    if (continuous_ && lo != kNoTime && !anchors_.empty() && lo > anchors_.back().t) {
+      push_anchor(energy_anchor{lo, last_energy_j_, true, lo, lo});
+    }
     pending_ = pending_value{lo, t, energy};
     if (!in_burst_) place_pending();
   }
-  last_raw_ = raw_mj;
+  last_raw_ = raw_uj;
   last_read_t_ = t;
   last_energy_j_ = energy;
   return reset;
 }
 
 void counter_track::begin_burst() {
+  if (continuous_) return;  // nothing to learn
   in_burst_ = true;
   burst_reads_ = 0;
   burst_changed_reads_ = 0;
@@ -85,6 +123,7 @@ void counter_track::begin_burst() {
 }
 
 void counter_track::end_burst() {
+  if (continuous_) return;
   in_burst_ = false;
   if (model_ == model_kind::unknown && burst_reads_ >= kMinBurstReads &&
       static_cast<double>(burst_changed_reads_) >=
@@ -207,6 +246,16 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
     if (!rate_w) return std::nullopt;
     return first.energy_j - *rate_w * (first.t - t);
   }
+  // A continuous counter's energy is known, flat, up to the last read that showed its value.
+  if (continuous_ && t > last.t && t <= last_read_t_) return last_energy_j_;
+  if (continuous_ && t > last.t) {
+    if (!rate_w) return std::nullopt;
+    // Beyond the last read: the run's average rate, not the last step's (a jump of the
+    // counter between two reads is not a rate).
+    const double span = last_read_t_ - first.t;
+    const double r = span > 0 ? (last_energy_j_ - first.energy_j) / span : *rate_w;
+    return last_energy_j_ + r * (t - last_read_t_);
+  }
   if (t > last.t) {
     if (!rate_w) return std::nullopt;
     const double r = anchors_.size() >= 2 ? slope(anchors_[anchors_.size() - 2], last) : *rate_w;
@@ -218,6 +267,7 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
 }
 
 bool counter_track::covers(double t) const {
+  if (continuous_ && has_last_ && !anchors_.empty() && last_read_t_ >= t) return true;
   return !anchors_.empty() && anchors_.back().t >= t;
 }
 

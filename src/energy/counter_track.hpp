@@ -40,6 +40,18 @@ class counter_track {
   // A read of the raw counter (mJ) at instant t.  `power_w`, when known, estimates the energy
   // lost across a counter reset.  Returns true when the counter went backwards (a reset).
   bool add(double t, std::uint64_t raw_mj, std::optional<double> power_w);
+  // The same for a counter in µJ (RAPL energy_uj).  Energies are kept as integer µJ until they
+  // are divided once into joules, so the energy at an anchor is exact to the µJ.
+  bool add_uj(double t, std::uint64_t raw_uj, std::optional<double> power_w);
+
+  // The counter counts modulo `modulus_uj` (RAPL): a decrease that `max_power_w` could explain
+  // since the previous read is a wrap, counted exactly; a larger one is a reset (write "0" to
+  // energy_uj, a driver reload).  Call before the first add.
+  void set_wrap(std::uint64_t modulus_uj, double max_power_w);
+  // The counter advances at every hardware update (RAPL: ~1 ms): it is continuous from the
+  // start, and a value that did not change between reads means no energy was used meanwhile, so
+  // the energy is flat up to the last read that still showed it.  Call before the first add.
+  void set_continuous();
 
   // Learns the update period from a burst of dense reads added since begin_burst().
   void begin_burst();
@@ -66,6 +78,7 @@ class counter_track {
   double last_energy_j() const { return last_energy_j_; }
   double first_energy_j() const { return first_energy_j_; }
   int resets() const { return resets_; }
+  int wraps() const { return wraps_; }
   double reset_estimated_j() const { return reset_estimated_j_; }  // energy estimated across resets
   std::size_t anchor_count() const { return anchors_.size(); }
   const std::deque<energy_anchor>& anchors() const { return anchors_; }
@@ -99,9 +112,18 @@ class counter_track {
   double first_pinned_ = 0.0;  // reference update instant for the periodic model
   double last_pinned_ = 0.0;
 
+  // Energy (J) of a raw reading: (raw - base + wrapped) µJ, an exact integer, plus the offset.
+  double energy_of(std::uint64_t raw_uj) const;
+
   bool has_last_ = false;
-  std::uint64_t last_raw_ = 0;
+  std::uint64_t last_raw_ = 0;  // µJ
   double last_read_t_ = 0.0;
+  std::uint64_t base_uj_ = 0;     // the raw value that counts as 0 (the first read)
+  std::int64_t wrapped_uj_ = 0;   // modulus x wraps
+  std::uint64_t modulus_uj_ = 0;  // 0: the counter does not wrap
+  double wrap_max_power_w_ = 0.0;
+  bool continuous_ = false;  // set_continuous()
+  int wraps_ = 0;
   double offset_j_ = 0.0;  // added to raw energy; grows at every reset
   double last_energy_j_ = 0.0;
   double first_energy_j_ = 0.0;

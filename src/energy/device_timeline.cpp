@@ -8,7 +8,10 @@ device_timeline::device_timeline(const device_info& info)
     : initial_method_(info.method()),
       use_counter_(info.has_energy_counter),
       power_instant_(info.power != power_source::none && !info.power_window),
-      power_(info.power_window ? info.power_window->count() : 0.0) {}
+      power_(info.power_window ? info.power_window->count() : 0.0) {
+  if (info.wrap) counter_.set_wrap(info.wrap->modulus_uj, info.wrap->max_power.value);
+  if (info.counter_continuous) counter_.set_continuous();
+}
 
 void device_timeline::add(double t, const device_reading& r) {
   if (lost_at_) return;
@@ -25,8 +28,12 @@ void device_timeline::add(double t, const device_reading& r) {
   if (r.power) p = r.power->value;
   if (p) power_.add(t, *p);
   if (use_counter_ && !counter_stopped_at_) {
-    if (r.energy_mj) {
-      counter_.add(t, *r.energy_mj, p);
+    if (r.energy_mj || r.energy_uj) {
+      if (r.energy_uj) {
+        counter_.add_uj(t, *r.energy_uj, p);
+      } else {
+        counter_.add(t, *r.energy_mj, p);
+      }
       if (power_instant_) calibrate();
     } else if (r.counter_unsupported) {
       // The counter stopped answering: from its last reading on, integrate power instead.

@@ -38,6 +38,7 @@ class device_timeline {
   int read_errors() const { return read_errors_; }
   int last_error_code() const { return last_error_code_; }
   int counter_resets() const { return counter_.resets(); }
+  int counter_wraps() const { return counter_.wraps(); }
   double reset_estimated_j() const { return counter_.reset_estimated_j(); }
   std::optional<double> counter_lost_at() const { return counter_stopped_at_; }
   bool has_readings() const { return has_good_read_; }

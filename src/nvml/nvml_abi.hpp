@@ -82,6 +82,8 @@ inline constexpr unsigned int kFiDevPowerDefaultLimit = 189;
 inline constexpr unsigned int kFiDevPowerCurrentLimit = 190;
 inline constexpr unsigned int kFiDevEnergy = 191;  // mJ, same as 83
 inline constexpr unsigned int kFiDevPowerRequestedLimit = 192;
+inline constexpr unsigned int kFiDevPcieCountTxBytes = 197;  // bytes, may wrap (12.5 header)
+inline constexpr unsigned int kFiDevPcieCountRxBytes = 198;
 
 // Power scopes (scopeId of the power fields, and nvmlPowerValue_v2_t::powerScope).
 inline constexpr unsigned int kPowerScopeGpu = 0;

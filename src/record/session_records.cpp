@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstring>
 #include <map>
@@ -74,30 +75,30 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
   std::vector<std::string> why;
   for (std::size_t i = 0; i < out.devices.size() && i < ctx.devices.size(); ++i) {
     const auto& d = out.devices[i];
-    const unsigned idx = ctx.devices[i].index;
+    const std::string idx = device_label(ctx.devices[i]);
     if (d.lost_at_s) {
       why.push_back(
-          fmt::format("GPU {} stopped reporting {:.3f} s after the start; its energy "
+          fmt::format("{} stopped reporting {:.3f} s after the start; its energy "
                       "after that is not counted",
                       idx, *d.lost_at_s));
     }
     if (d.counter_lost_at_s) {
       why.push_back(
-          fmt::format("GPU {}'s energy counter stopped {:.3f} s after the start; polled "
+          fmt::format("{}'s energy counter stopped {:.3f} s after the start; polled "
                       "power was integrated from then on",
                       idx, *d.counter_lost_at_s));
     }
     if (d.counter_resets > 0) {
       why.push_back(
-          fmt::format("GPU {}'s energy counter was reset {} time(s) (driver reload); "
+          fmt::format("{}'s energy counter was reset {} time(s) (driver reload); "
                       "{:.3f} J across the reset(s) is estimated",
                       idx, d.counter_resets, d.reset_estimated_j));
     }
     if (d.read_errors > 0) {
-      why.push_back(fmt::format("GPU {}: {} reading(s) failed", idx, d.read_errors));
+      why.push_back(fmt::format("{}: {} reading(s) failed", idx, d.read_errors));
     }
     if (i < out.window.devices.size() && !out.window.devices[i].energy_uj) {
-      why.push_back(fmt::format("GPU {} gave no reading; its energy is unknown", idx));
+      why.push_back(fmt::format("{} gave no reading; its energy is unknown", idx));
     }
   }
   if (out.sampler_abandoned) {
@@ -134,6 +135,60 @@ std::string run_method(const window_result& w) {
   return method.empty() ? "none" : method;
 }
 
+std::string device_label(const device_info& d) {
+  switch (d.kind) {
+    case device_kind::gpu:
+      return fmt::format("GPU {}", d.index);
+    case device_kind::cpu:
+      return d.estimated ? std::string("CPU estimate") : fmt::format("CPU {}", d.architecture);
+    case device_kind::dram:
+      return fmt::format("DRAM {}", d.uuid);
+  }
+  return d.uuid;
+}
+
+std::vector<component_total> component_totals(const run_context& ctx, const window_result& w) {
+  std::vector<component_total> out;
+  for (device_kind k : {device_kind::gpu, device_kind::cpu, device_kind::dram}) {
+    component_total t;
+    t.kind = k;
+    for (std::size_t i = 0; i < ctx.devices.size() && i < w.devices.size(); ++i) {
+      if (ctx.devices[i].kind != k) continue;
+      ++t.devices;
+      const device_window& dw = w.devices[i];
+      if (dw.energy_uj) t.energy_uj = t.energy_uj.value_or(0) + *dw.energy_uj;
+      const std::string m(to_string(dw.method));
+      t.method = t.method.empty() || t.method == m ? m : "mixed";
+    }
+    if (t.devices > 0) out.push_back(t);
+  }
+  return out;
+}
+
+microjoules estimated_energy_uj(const run_context& ctx, const window_result& w) {
+  microjoules uj = 0;
+  for (std::size_t i = 0; i < ctx.devices.size() && i < w.devices.size(); ++i) {
+    if (w.devices[i].method == energy_method::estimated && w.devices[i].energy_uj)
+      uj += *w.devices[i].energy_uj;
+  }
+  return uj;
+}
+
+void write_components_json(json_writer& w, const run_context& ctx, const window_result& win,
+                           double duration_s) {
+  w.begin_object();
+  for (const auto& t : component_totals(ctx, win)) {
+    std::optional<double> e;
+    if (t.energy_uj) e = to_joules(*t.energy_uj).value;
+    w.key(to_string(t.kind)).begin_object();
+    w.field("energy_j", e);
+    w.field("avg_power_w", e && duration_s > 0 ? std::optional(*e / duration_s) : std::nullopt);
+    w.field("method", t.method).field("devices", static_cast<std::uint64_t>(t.devices));
+    w.end_object();
+  }
+  w.end_object();
+}
+
 std::string session_start_record(const run_context& ctx) {
   json_writer w;
   w.begin_object();
@@ -166,6 +221,7 @@ std::string session_start_record(const run_context& ctx) {
   w.key("devices").begin_array();
   for (const auto& d : ctx.devices) {
     w.begin_object();
+    w.field("kind", to_string(d.kind));
     w.field("index", d.index).field("uuid", d.uuid).field("pci_bus_id", d.pci_bus_id);
     w.field("name", d.name);
     w.field("architecture",
@@ -185,6 +241,17 @@ std::string session_start_record(const run_context& ctx) {
   for (const auto& n : ctx.notices)
     w.value(n);
   w.end_array();
+  w.key("components").begin_array();
+  for (const auto& c : ctx.components) {
+    w.begin_object().field("kind", to_string(c.kind));
+    w.field("measured", c.method != energy_method::none).field("method", to_string(c.method));
+    w.field("detail", c.detail);
+    w.field("fix", c.fix.empty() ? std::optional<std::string>() : std::optional(c.fix));
+    w.end_object();
+  }
+  w.end_array();
+  w.key("carbon");
+  carbon::write_factors_json(w, ctx.carbon);
   w.end_object();
   return w.take();
 }
@@ -226,12 +293,14 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
     std::optional<double> e;
     if (dw.energy_uj) e = to_joules(*dw.energy_uj).value;
     w.begin_object();
+    w.field("kind", to_string(d.kind));
     w.field("index", d.index).field("uuid", d.uuid).field("name", d.name);
     w.field("method", to_string(dw.method));
     w.field("energy_j", e);
     w.field("avg_power_w", e && duration > 0 ? std::optional(*e / duration) : std::nullopt);
     w.field("peak_power_w", dw.peak_power_w);
     w.field("counter_resets", od.counter_resets);
+    w.field("counter_wraps", od.counter_wraps);
     w.field("reset_estimated_j", od.reset_estimated_j);
     w.field("read_errors", od.read_errors);
     w.field("lost_at_s", od.lost_at_s);
@@ -239,7 +308,13 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
     w.end_object();
   }
   w.end_array();
+  w.key("components");
+  write_components_json(w, ctx, win, duration);
+  w.field("estimated_energy_j", to_joules(estimated_energy_uj(ctx, win)).value);
+  w.key("carbon");
+  carbon::write_json(w, carbon::assess(ctx.carbon, energy));
   if (!out.extra_json.empty()) w.key("wrap").raw(out.extra_json);
+  if (!out.exporters_json.empty()) w.key("exporters").raw(out.exporters_json);
   w.end_object();
   return w.take();
 }
@@ -250,9 +325,38 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
   std::string s = fmt::format("joules: {} ({}) in {:.2f} s", format_joules(energy),
                               format_wh(energy), duration);
   if (duration > 0) s += fmt::format(", avg {:.0f} W", energy / duration);
-  if (out.window.peak_power_w) s += fmt::format(", peak {:.0f} W", *out.window.peak_power_w);
-  s += fmt::format("; {}; {}, {} samples", device_summary(ctx.devices), run_method(out.window),
-                   out.window.ticks);
+  if (out.window.peak_power_w) {
+    // RAPL domains have energy counters and no power readings: the peak is the GPUs' then.
+    const bool rapl = std::any_of(ctx.devices.begin(), ctx.devices.end(), [](const auto& d) {
+      return d.kind != device_kind::gpu && d.power == power_source::none;
+    });
+    s += fmt::format(", peak {:.0f} W{}", *out.window.peak_power_w, rapl ? " of GPUs" : "");
+  }
+  const auto parts = component_totals(ctx, out.window);
+  if (parts.size() == 1 && parts[0].kind == device_kind::gpu) {
+    s += fmt::format("; {}; {}, {} samples", device_summary(ctx.devices), run_method(out.window),
+                     out.window.ticks);
+  } else {
+    // GPU, CPU and DRAM each with their energy and method: a node total is never a blur.
+    std::string list;
+    for (const auto& t : parts) {
+      std::vector<device_info> of_kind;
+      for (const auto& d : ctx.devices) {
+        if (d.kind == t.kind) of_kind.push_back(d);
+      }
+      const std::string what = t.kind == device_kind::gpu   ? "GPU"
+                               : t.kind == device_kind::cpu ? "CPU"
+                                                            : "DRAM";
+      const std::string part_j =
+          t.energy_uj ? format_joules(to_joules(*t.energy_uj).value) : std::string("unknown");
+      if (!list.empty()) list += " + ";
+      list += t.kind == device_kind::dram
+                  ? fmt::format("{} {} ({})", what, part_j, t.method)
+                  : fmt::format("{} {} ({}, {})", what, part_j, device_summary(of_kind), t.method);
+    }
+    s += fmt::format("; {}; {} samples", list, out.window.ticks);
+  }
+
   if (ctx.backend.backend == "sim") s += " (simulated: a model, not a measurement)";
   if (out.exit_signal) {
     s += fmt::format("; command killed by {}", signal_name(*out.exit_signal));
@@ -262,6 +366,19 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
   const auto why = degradations(ctx, out);
   for (const auto& reason : why)
     s += fmt::format("; {}", reason);
+  // What was not measured, once: "CPU, DRAM not measured: <why>".
+  std::vector<std::pair<std::string, std::string>> missing;
+  for (const auto& c : ctx.components) {
+    if (c.method != energy_method::none) continue;
+    const std::string what = c.kind == device_kind::cpu ? "CPU" : "DRAM";
+    if (!missing.empty() && missing.back().second == c.detail) {
+      missing.back().first += ", " + what;
+    } else {
+      missing.emplace_back(what, c.detail);
+    }
+  }
+  for (const auto& [what, detail] : missing)
+    s += fmt::format("; {} not measured: {}", what, detail);
   return s;
 }
 

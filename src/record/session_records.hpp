@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "carbon/carbon.hpp"
 #include "energy/accounting.hpp"
 #include "scope/device_scope.hpp"
 #include "util/clock.hpp"
@@ -29,6 +30,9 @@ struct run_context {
   scope_result scope;
   std::vector<std::string> notices;
   double interval_ms = 100;
+  // CPU and DRAM: measured, estimated or not, and why (backend::components()).
+  std::vector<component_status> components;
+  carbon::factors carbon;  // PUE, grid intensity, price: their values and provenance
   std::chrono::system_clock::time_point start_wall;
   mono_time start_mono{};
 };
@@ -36,6 +40,7 @@ struct run_context {
 // Per-device diagnostics gathered when the run ends.
 struct device_outcome {
   int counter_resets = 0;
+  int counter_wraps = 0;  // RAPL counter wraps, counted exactly
   double reset_estimated_j = 0.0;
   int read_errors = 0;
   int last_error_code = 0;
@@ -54,7 +59,8 @@ struct run_outcome {
   std::vector<device_outcome> devices;
   bool sampler_abandoned = false;
   int records_lost = 0;
-  std::string extra_json;  // a JSON object written as "wrap" in session_end, when not empty
+  std::string extra_json;      // a JSON object written as "wrap" in session_end, when not empty
+  std::string exporters_json;  // likewise "exporters": Prometheus and OTLP delivery counts
 };
 
 enum class run_status { completed, interrupted, child_failed, measurement_degraded };
@@ -66,6 +72,23 @@ run_status status_of(const run_context& ctx, const run_outcome& out);
 
 // The method of the run as a whole: the devices' common method, or "mixed".
 std::string run_method(const window_result& w);
+
+// "GPU 0", "CPU package-0", "DRAM intel-rapl:0:0", "CPU estimate": a device in words.
+std::string device_label(const device_info& d);
+
+// A window's energy per kind of device (GPU, CPU, DRAM), in that order, for the kinds measured.
+struct component_total {
+  device_kind kind = device_kind::gpu;
+  std::optional<microjoules> energy_uj;  // nullopt: no device of this kind gave a reading
+  std::string method;                    // the devices' common method, or "mixed"
+  std::size_t devices = 0;
+};
+std::vector<component_total> component_totals(const run_context& ctx, const window_result& w);
+// Energy of the devices whose method is `estimated` (never silently mixed with measurements).
+microjoules estimated_energy_uj(const run_context& ctx, const window_result& w);
+// The per-kind totals as a JSON object {"gpu": {...}, "cpu": {...}, "dram": {...}}.
+void write_components_json(json_writer& w, const run_context& ctx, const window_result& win,
+                           double duration_s);
 
 // The fields every record starts with: type, schema_version, time, run_id, hostname, labels.
 void common_record_fields(json_writer& w, std::string_view type, const run_context& ctx);

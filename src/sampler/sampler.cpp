@@ -100,7 +100,14 @@ void sampler::start(std::vector<std::size_t> devices) {
   accounting_.emplace(selected_infos(*backend_, devices_));
   last_power_w_.assign(devices_.size(), std::nullopt);
   last_counter_mj_.assign(devices_.size(), std::nullopt);
+  last_counter_uj_.assign(devices_.size(), std::nullopt);
   last_health_.assign(devices_.size(), std::nullopt);
+  for (std::size_t i : devices_) {
+    if (const auto& most = backend_->devices()[i].max_read_interval) {
+      const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(*most);
+      options_.interval = std::max(std::chrono::milliseconds(1), std::min(options_.interval, cap));
+    }
+  }
   std::unique_lock lock(mu_);
   start_requested_ = true;
   cv_.notify_all();
@@ -111,7 +118,12 @@ void sampler::boundary(mono_time t) {
   accounting_->push_boundary(monotonic_seconds(t));
   // Ask for readings right after the boundary; one wake-up covers any number of boundaries
   // that arrive before the sampler gets to it.  Never blocks the caller.
-  if (!edge_requested_.exchange(true)) cv_.notify_one();
+  if (!edge_requested_.exchange(true)) {
+    // Through the mutex, so that the wake-up cannot fall between the sampler's check of the
+    // flag and its wait (it would then sleep until the next tick).
+    { std::lock_guard lock(mu_); }
+    cv_.notify_one();
+  }
 }
 
 bool sampler::is_finishing() {
@@ -154,6 +166,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
       tl.add(readings[k].first, readings[k].second);
       last_power_w_[k] = tick.power_w[k];
       if (readings[k].second.energy_mj) last_counter_mj_[k] = readings[k].second.energy_mj;
+      if (readings[k].second.energy_uj) last_counter_uj_[k] = readings[k].second.energy_uj;
       counters[k] = {tl.lost() ? 1U : 0U, tl.counter().last_energy_j()};
     }
     accounting_->add_tick(std::move(tick));
@@ -180,7 +193,9 @@ void sampler::start_burst(std::stop_token& stop) {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
-      counts[k] = backend_->devices()[devices_[k]].has_energy_counter && !tl.lost();
+      const device_info& info = backend_->devices()[devices_[k]];
+      // A continuous counter (RAPL) has nothing to show: it advances at every read.
+      counts[k] = info.has_energy_counter && !info.counter_continuous && !tl.lost();
       previous[k] = tl.counter().last_energy_j();
     }
   }
@@ -280,7 +295,12 @@ void sampler::run(std::stop_token stop) {
     }
     if (options_.health_interval && steady::now() >= next_health_) {
       read_health();
-      next_health_ = steady::now() + *options_.health_interval;
+      // On a grid, like the ticks: `now + interval` would slip past the next tick and read
+      // health every other tick when both intervals are equal (the monitor's case).
+      next_health_ += *options_.health_interval;
+      const mono_time after = steady::now();
+      while (next_health_ <= after)
+        next_health_ += *options_.health_interval;
     }
     next += options_.interval;
     // A tick that overran (a slow backend call) skips the slots it missed but stays on the grid.
@@ -355,6 +375,7 @@ void sampler::publish(mono_time taken) {
       d.lost = tl.lost();
       d.power_w = last_power_w_[k];
       d.counter_mj = last_counter_mj_[k];
+      d.counter_uj = last_counter_uj_[k];
       d.health = last_health_[k];
       if (tl.has_readings()) d.energy_j = tl.energy_at(tl.last_good_t(), /*final=*/true);
     }

@@ -52,6 +52,7 @@ struct sampler_snapshot {
     std::optional<double> power_w;
     std::optional<double> energy_j;           // since the sampler's first reading
     std::optional<std::uint64_t> counter_mj;  // the raw counter (mJ since the driver loaded)
+    std::optional<std::uint64_t> counter_uj;  // the raw µJ counter of RAPL domains (it wraps)
     bool lost = false;
     std::optional<health_reading> health;  // the latest, when health readings are on
   };
@@ -100,6 +101,8 @@ class sampler {
   // After finish(): per-device diagnostics for records.
   const accounting& accounts() const { return *accounting_; }
   std::uint64_t ticks() const { return ticks_.load(); }
+  // The interval in force: the one asked for, shortened by start() to the devices'
+  // max_read_interval (RAPL counters must not wrap twice between reads).
   double interval_s() const { return std::chrono::duration<double>(options_.interval).count(); }
 
  private:
@@ -144,6 +147,7 @@ class sampler {
   std::shared_ptr<const sampler_snapshot> snapshot_;
   std::vector<std::optional<double>> last_power_w_;            // guarded by mu_
   std::vector<std::optional<std::uint64_t>> last_counter_mj_;  // guarded by mu_
+  std::vector<std::optional<std::uint64_t>> last_counter_uj_;  // guarded by mu_
   std::vector<std::optional<health_reading>> last_health_;     // guarded by mu_
   mono_time next_health_{};
 

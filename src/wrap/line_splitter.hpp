@@ -55,6 +55,9 @@ class line_splitter {
     truncated_ = false;
   }
 
+  // Whether a line has begun and not ended yet.
+  bool mid_line() const { return !line_.empty() || truncated_; }
+
   std::size_t capacity() const { return line_.capacity(); }
 
  private:

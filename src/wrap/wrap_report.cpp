@@ -4,11 +4,21 @@
 
 #include <chrono>
 
+#include "carbon/carbon.hpp"
 #include "util/json_writer.hpp"
 #include "util/strings.hpp"
 
 namespace joules {
 namespace {
+
+constexpr double kMinStragglerWindowS = 0.010;
+
+// CO2e and cost of a prediction, when there are factors for them; the reason there are none is
+// said once, in the summary, not at every prediction.
+std::string prediction_carbon_text(const carbon::assessment& a) {
+  if (!a.co2e_g && !a.cost) return {};
+  return carbon::summary_text(a);
+}
 
 std::optional<double> metric(const window_label& l, std::string_view name) {
   for (const auto& m : l.metrics) {
@@ -87,7 +97,9 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
 
   std::vector<std::optional<double>> per_step(w.devices.size());
   for (std::size_t d = 0; d < w.devices.size(); ++d) {
-    if (w.devices[d].energy_uj) per_step[d] = to_joules(*w.devices[d].energy_uj).value / gap;
+    // Stragglers are GPUs among GPUs: CPU and DRAM domains (kind cpu, dram) stay out.
+    const bool gpu = d < ctx_.devices.size() && ctx_.devices[d].kind == device_kind::gpu;
+    if (gpu && w.devices[d].energy_uj) per_step[d] = to_joules(*w.devices[d].energy_uj).value / gap;
   }
   const auto deviation = straggler_detector::deviations(per_step);
   const auto tokens = tokens_of(w, l);
@@ -100,7 +112,9 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
       tokens_ += *tokens;
       tokens_uj_ += w.energy_uj;
     }
-    if (step_windows_ > settings_.warmup_steps) {
+    // Windows shorter than a few of the sampler's densest reads split energy between GPUs more
+    // finely than the readings resolve: they are not evidence of a straggler.
+    if (step_windows_ > settings_.warmup_steps && duration >= kMinStragglerWindowS) {
       for (const auto& e : stragglers_.add(l.step, per_step)) {
         straggler_events_.push_back(e);
         const auto& dev = ctx_.devices[e.device];
@@ -141,6 +155,9 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
     j.field("avg_power_w", duration > 0 ? std::optional(energy / duration) : std::nullopt);
     j.field("peak_power_w", w.peak_power_w);
     j.field("method", run_method(w));
+    j.key("components");
+    write_components_json(j, ctx_, w, duration);
+    carbon::write_fields(j, carbon::assess(ctx_.carbon, energy));
     j.field("tokens", tokens);
     j.field("joules_per_token",
             tokens && *tokens > 0 ? std::optional(energy / *tokens) : std::nullopt);
@@ -155,6 +172,7 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
     j.end_object();
     j.key("gpus").begin_array();
     for (std::size_t d = 0; d < w.devices.size() && d < ctx_.devices.size(); ++d) {
+      if (ctx_.devices[d].kind != device_kind::gpu) continue;  // in "components"
       const device_window& dw = w.devices[d];
       std::optional<double> e;
       if (dw.energy_uj) e = to_joules(*dw.energy_uj).value;
@@ -189,13 +207,14 @@ void wrap_report::predict(const window_label& l) {
                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
                           std::chrono::duration<double>(p->remaining_s));
   std::string when = iso8601_utc(finish).substr(0, 16);
-  notice_(
-      fmt::format("prediction at step {}/{}{}: the whole run {}, {} in all, finishing about {} "
-                  "UTC ({} per step over {} steps)",
-                  p->at_step, p->total_steps,
-                  p->milestone_percent > 0 ? fmt::format(" ({}%)", p->milestone_percent) : "",
-                  format_energy(p->energy_j), format_duration(p->duration_s),
-                  when.replace(10, 1, " "), format_joules(p->energy_per_step_j), p->basis_steps));
+  notice_(fmt::format("prediction at step {}/{}{}: the whole run {}, {} in all, finishing about {} "
+                      "UTC ({} per step over {} steps)",
+                      p->at_step, p->total_steps,
+                      p->milestone_percent > 0 ? fmt::format(" ({}%)", p->milestone_percent) : "",
+                      format_energy(p->energy_j), format_duration(p->duration_s),
+                      when.replace(10, 1, " "), format_joules(p->energy_per_step_j),
+                      p->basis_steps) +
+          prediction_carbon_text(carbon::assess(ctx_.carbon, p->energy_j)));
   if (sink_) {
     json_writer j;
     j.begin_object();
@@ -208,6 +227,8 @@ void wrap_report::predict(const window_label& l) {
     j.field("energy_per_step_j", p->energy_per_step_j)
         .field("duration_per_step_s", p->duration_per_step_s);
     j.field("basis_steps", p->basis_steps);
+    j.key("carbon");
+    carbon::write_json(j, carbon::assess(ctx_.carbon, p->energy_j));
     j.end_object();
     sink_->write(j.str());
   }

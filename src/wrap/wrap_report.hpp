@@ -46,6 +46,9 @@ class wrap_report {
   // Appended to the summary line.
   std::string summary() const;
 
+  // The latest prediction of the whole run, once there is one.
+  const std::optional<prediction>& last_prediction() const { return last_prediction_; }
+
   std::uint64_t step_windows() const { return step_windows_; }
   std::uint64_t steps_counted() const { return steps_counted_; }
 

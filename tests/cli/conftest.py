@@ -17,6 +17,12 @@ SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
 
+# Hermetic: the host's RAPL counters (readable when CI runs as root) and region must not leak into
+# runs whose energy tests compare with GPU truth.  RAPL tests point JOULES_POWERCAP_ROOT at a
+# fixture tree (tests/fixtures/powercap) themselves.
+os.environ["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "absent")
+os.environ.pop("JOULES_REGION", None)
+
 
 def joules(*args, env=None, input=None, timeout=60, **kw):
     """Runs joules to completion and returns the CompletedProcess (text mode)."""

@@ -253,7 +253,12 @@ extern "C" nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigne
   }
   const fake_nvml::device_health& h = call.gpu().health;
   if (!h.ecc_enabled) return kErrorNotSupported;
-  *eccCounts = errorType == kMemoryErrorCorrected ? h.ecc_corrected : h.ecc_uncorrected;
+  if (counterType == kVolatileEcc) {
+    *eccCounts = errorType == kMemoryErrorCorrected ? h.ecc_corrected : h.ecc_uncorrected;
+  } else {
+    *eccCounts = errorType == kMemoryErrorCorrected ? h.ecc_corrected_aggregate
+                                                    : h.ecc_uncorrected_aggregate;
+  }
   return kSuccess;
 }
 
@@ -263,8 +268,10 @@ extern "C" nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned 
   const device_call call(fn::nvmlDeviceGetRetiredPages, device);
   if (!call) return call.status();
   if (pageCount == nullptr || cause > kPageRetirementDoubleBit) return kErrorInvalidArgument;
-  // Every retired page is filed under double-bit errors, at made-up page addresses.
-  const unsigned int n = cause == kPageRetirementDoubleBit ? call.gpu().health.retired_pages : 0;
+  // Made-up page addresses; `retired_pages` counts double-bit retirements.
+  const fake_nvml::device_health& h = call.gpu().health;
+  const unsigned int n =
+      cause == kPageRetirementDoubleBit ? h.retired_pages : h.retired_pages_single_bit;
   if (*pageCount < n) {
     *pageCount = n;
     return kErrorInsufficientSize;
@@ -281,7 +288,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t devi
   const device_call call(fn::nvmlDeviceGetRetiredPagesPendingStatus, device);
   if (!call) return call.status();
   if (isPending == nullptr) return kErrorInvalidArgument;
-  *isPending = kFeatureDisabled;
+  *isPending = call.gpu().health.retirement_pending ? kFeatureEnabled : kFeatureDisabled;
   return kSuccess;
 }
 
@@ -299,8 +306,8 @@ extern "C" nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned 
   if (d.arch->rank < fake_nvml::kRankAmpere || d.mig_enabled) return kErrorNotSupported;
   *corrRows = d.health.remapped_rows_corrected;
   *uncRows = d.health.remapped_rows_uncorrected;
-  *isPending = 0;
-  *failureOccurred = 0;
+  *isPending = d.health.remap_pending ? 1U : 0U;
+  *failureOccurred = d.health.remap_failure ? 1U : 0U;
   return kSuccess;
 }
 

@@ -58,8 +58,10 @@ bool metric_value(const fake_nvml::device_health& h, unsigned int id, double& va
       value = h.pcie_rx_kib_s / 1024.0;
       return true;
     case kGpmMetricNvlinkTotalRxPerSec:
+      value = h.nvlink_rx_kib_s / 1024.0;
+      return true;
     case kGpmMetricNvlinkTotalTxPerSec:
-      value = 0.0;
+      value = h.nvlink_tx_kib_s / 1024.0;
       return true;
     default:
       return false;

@@ -1,5 +1,7 @@
 // Energy, power readings, field values and power limits: the README's energy model.
 
+#include <algorithm>
+
 #include "api_util.hpp"
 #include "nvml_exports.hpp"
 
@@ -76,17 +78,28 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
     case kFiDevPowerRequestedLimit:
       return set_uint(v, d.power->limit_mw());
     case kFiDevEccSbeVolTotal:
-    case kFiDevEccSbeAggTotal:
       if (!h.ecc_enabled) break;
       return set_ull(v, h.ecc_corrected);
+    case kFiDevEccSbeAggTotal:
+      if (!h.ecc_enabled) break;
+      return set_ull(v, h.ecc_corrected_aggregate);
     case kFiDevEccDbeVolTotal:
-    case kFiDevEccDbeAggTotal:
       if (!h.ecc_enabled) break;
       return set_ull(v, h.ecc_uncorrected);
+    case kFiDevEccDbeAggTotal:
+      if (!h.ecc_enabled) break;
+      return set_ull(v, h.ecc_uncorrected_aggregate);
     case kFiDevMemoryTemp:
       return set_uint(v, h.memory_temperature_c);
     case kFiDevPcieReplayCounter:
       return set_uint(v, h.pcie_replay_counter);
+    case kFiDevPcieCountTxBytes:
+    case kFiDevPcieCountRxBytes: {
+      // Byte counters (12.5+): the constant rate integrated over scenario time.
+      if (!power_fields) break;
+      const double kib_s = v.fieldId == kFiDevPcieCountTxBytes ? h.pcie_tx_kib_s : h.pcie_rx_kib_s;
+      return set_ull(v, static_cast<unsigned long long>(kib_s * 1024.0 * std::max(0.0, t)));
+    }
     default:
       break;
   }

@@ -1,5 +1,6 @@
 #include "health.hpp"
 
+#include <algorithm>
 #include <limits>
 
 #include "json_fields.hpp"
@@ -57,9 +58,19 @@ device_health parse_health(const nlohmann::json& health, const std::string& path
   h.ecc_enabled = f.boolean("ecc_enabled", h.ecc_enabled);
   h.ecc_corrected = f.unsigned_integer("ecc_corrected", h.ecc_corrected);
   h.ecc_uncorrected = f.unsigned_integer("ecc_uncorrected", h.ecc_uncorrected);
+  h.ecc_corrected_aggregate =
+      std::max(h.ecc_corrected,
+               f.unsigned_integer("ecc_corrected_aggregate", h.ecc_corrected_aggregate));
+  h.ecc_uncorrected_aggregate =
+      std::max(h.ecc_uncorrected,
+               f.unsigned_integer("ecc_uncorrected_aggregate", h.ecc_uncorrected_aggregate));
   h.retired_pages = small(f, "retired_pages", h.retired_pages);
+  h.retired_pages_single_bit = small(f, "retired_pages_single_bit", h.retired_pages_single_bit);
+  h.retirement_pending = f.boolean("retirement_pending", h.retirement_pending);
   h.remapped_rows_corrected = small(f, "remapped_rows_corrected", h.remapped_rows_corrected);
   h.remapped_rows_uncorrected = small(f, "remapped_rows_uncorrected", h.remapped_rows_uncorrected);
+  h.remap_pending = f.boolean("remap_pending", h.remap_pending);
+  h.remap_failure = f.boolean("remap_failure", h.remap_failure);
   h.pcie_generation = small(f, "pcie_generation", h.pcie_generation);
   h.pcie_width = small(f, "pcie_width", h.pcie_width);
   h.pcie_max_generation = small(f, "pcie_max_generation", h.pcie_max_generation);
@@ -67,6 +78,8 @@ device_health parse_health(const nlohmann::json& health, const std::string& path
   h.pcie_replay_counter = small(f, "pcie_replay_counter", h.pcie_replay_counter);
   h.pcie_tx_kib_s = small(f, "pcie_tx_kib_s", h.pcie_tx_kib_s);
   h.pcie_rx_kib_s = small(f, "pcie_rx_kib_s", h.pcie_rx_kib_s);
+  h.nvlink_tx_kib_s = small(f, "nvlink_tx_kib_s", h.nvlink_tx_kib_s);
+  h.nvlink_rx_kib_s = small(f, "nvlink_rx_kib_s", h.nvlink_rx_kib_s);
   h.persistence_mode = f.boolean("persistence_mode", h.persistence_mode);
   f.finish();
   return h;

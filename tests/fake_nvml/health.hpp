@@ -42,11 +42,18 @@ struct device_health {
   unsigned int fan_speed_percent = 30;
 
   bool ecc_enabled = true;
-  unsigned long long ecc_corrected = 0;
-  unsigned long long ecc_uncorrected = 0;
-  unsigned int retired_pages = 0;
+  unsigned long long ecc_corrected = 0;    // volatile: since the driver loaded
+  unsigned long long ecc_uncorrected = 0;  // volatile
+  // Aggregate (lifetime) counts; never below the volatile ones (the parser raises them).
+  unsigned long long ecc_corrected_aggregate = 0;
+  unsigned long long ecc_uncorrected_aggregate = 0;
+  unsigned int retired_pages = 0;             // retired for double-bit errors
+  unsigned int retired_pages_single_bit = 0;  // retired for repeated single-bit errors
+  bool retirement_pending = false;            // pages wait for a reset to be retired
   unsigned int remapped_rows_corrected = 0;
   unsigned int remapped_rows_uncorrected = 0;
+  bool remap_pending = false;  // rows wait for a reset to be remapped
+  bool remap_failure = false;  // a row could not be remapped
 
   unsigned int pcie_generation = 5;
   unsigned int pcie_width = 16;
@@ -55,6 +62,9 @@ struct device_health {
   unsigned int pcie_replay_counter = 0;
   unsigned int pcie_tx_kib_s = 0;
   unsigned int pcie_rx_kib_s = 0;
+  // NVLink throughput over all links (GPM metrics 60/61, in MiB/s there).
+  unsigned int nvlink_tx_kib_s = 0;
+  unsigned int nvlink_rx_kib_s = 0;
 
   bool persistence_mode = true;
 };

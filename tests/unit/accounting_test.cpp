@@ -43,6 +43,32 @@ void tick(accounting& acc, double t) {
   acc.resolve(false);
 }
 
+TEST(Accounting, WithNoWindowOpenMemoryStaysBoundedAndEnergyCumulative) {
+  // `monitor` and `serve` sample for days without a boundary: old readings must go, and the
+  // energy since the first reading must survive their going.
+  accounting acc({counter_device(), polled_device()});
+  for (double t = 0.0; t < 600.0; t += 0.1)
+    tick(acc, t);
+  EXPECT_LT(acc.timeline(0).counter().anchor_count(), 400U);  // 30 s of 10 reads/s, not 6000
+  for (std::size_t d = 0; d < 2; ++d) {
+    const auto& tl = acc.timeline(d);
+    const auto e = tl.energy_at(tl.last_good_t(), /*final=*/true);
+    ASSERT_TRUE(e.has_value());
+    const double truth = energy_at(d, tl.last_good_t()) - energy_at(d, 0.0);
+    EXPECT_NEAR(*e, truth, 0.01 * truth) << d;
+  }
+  // A boundary placed afterwards still resolves from the readings kept.
+  acc.push_boundary(599.0);
+  tick(acc, 600.0);
+  tick(acc, 600.1);
+  acc.push_boundary(600.05);
+  tick(acc, 600.2);
+  const auto w = acc.take_finished();
+  ASSERT_EQ(w.size(), 1U);
+  EXPECT_NEAR(static_cast<double>(w[0].devices[0].energy_uj.value()) * 1e-6,
+              energy_at(0, 600.05) - energy_at(0, 599.0), 1.0);
+}
+
 TEST(Accounting, WindowsAddUpToTheTotalExactly) {
   accounting acc({counter_device(), polled_device(), counter_device()});
   std::mt19937 rng(7);

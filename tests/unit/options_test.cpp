@@ -92,7 +92,11 @@ TEST(Options, ManPageAndCompletionComeFromTheSameTables) {
   const std::string bash = bash_completion(all_commands());
   for (const auto* c : all_commands()) {
     for (const auto& o : c->options) {
-      EXPECT_NE(man.find("\\-\\-" + std::string(o.name).substr(0, 3)), std::string::npos) << o.name;
+      // troff escapes every hyphen: --no-pty is \-\-no\-pty.
+      std::string escaped = "\\-\\-";
+      for (const char ch : o.name)
+        escaped += ch == '-' ? std::string("\\-") : std::string(1, ch);
+      EXPECT_NE(man.find(escaped), std::string::npos) << o.name;
       EXPECT_NE(bash.find("--" + std::string(o.name)), std::string::npos) << o.name;
     }
   }

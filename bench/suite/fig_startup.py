@@ -1,0 +1,100 @@
+"""Start-up overhead: wall time of `TOOL run -- true` minus that of plain `true`, 8 fake GPUs with
+20 µs per NVML call.  Runs alternate between tools within each round (the order rotates every
+round), so drift in the machine's load spreads over all of them; medians are quoted.
+Scaling: joules and matcha with 1, 8 and 64 GPUs."""
+from __future__ import annotations
+
+from . import tools
+from .common import (TOOLS, constant_scenario, fake_env, median, ratio, rmtree, run_timed,
+                     summary)
+from .render import fmt_ms, fmt_ratio, fmt_spread
+
+NAME = "startup"
+
+
+def _round(ctx, order, env):
+    out = {}
+    for tool in order:
+        if tool == "true":
+            wall, status, ru = run_timed(["true"], env)
+        else:
+            d = ctx.tmpdir(f"startup-{tool}")
+            argv, cwd = tools.run_argv(tool, ["true"], d)
+            wall, status, ru = run_timed(argv, env, cwd=cwd)
+            rmtree(d)
+        out[tool] = (wall, status, ru.ru_utime + ru.ru_stime)
+    return out
+
+
+def run(ctx) -> dict:
+    reps = {"joules": 5 if ctx.quick else 20, "peer": 2 if ctx.quick else 5}
+    env = fake_env(constant_scenario(8))
+    walls = {t: [] for t in ["true", *TOOLS]}
+    cpus = {t: [] for t in TOOLS}
+    failures = {}
+    rounds = max(reps["joules"], reps["peer"])
+    for r in range(rounds):
+        members = ["true", "joules"] + ([t for t in TOOLS[1:]] if r < reps["peer"] else [])
+        k = r % len(members)
+        order = members[k:] + members[:k]
+        ctx.log(f"startup round {r + 1}/{rounds}: {' '.join(order)}")
+        res = _round(ctx, order, env)
+        for tool, (wall, status, cpu) in res.items():
+            if status != 0:
+                failures[tool] = f"exit status {status}"
+                continue
+            walls[tool].append(wall)
+            if tool in cpus:
+                cpus[tool].append(cpu)
+    base = median(walls["true"])
+    overhead = {t: summary([w - base for w in walls[t]]) for t in TOOLS}
+    cpu = {t: summary(cpus[t]) for t in TOOLS}
+
+    # Scaling with the number of GPUs: joules and matcha only (the other peers' start-up is
+    # dominated by importing their Python packages).
+    scaling = {}
+    sreps = {"joules": 3 if ctx.quick else 10, "matcha": 1 if ctx.quick else 3}
+    for gpus in (1, 8, 64):
+        if gpus == 8:
+            scaling["8"] = {t: overhead[t]["median"] for t in ("joules", "matcha")}
+            continue
+        genv = fake_env(constant_scenario(gpus))
+        w = {"true": [], "joules": [], "matcha": []}
+        for r in range(max(sreps.values())):
+            members = ["true", "joules"] + (["matcha"] if r < sreps["matcha"] else [])
+            res = _round(ctx, members[r % len(members):] + members[:r % len(members)], genv)
+            for tool, (wall, status, _) in res.items():
+                if status == 0:
+                    w[tool].append(wall)
+        b = median(w["true"])
+        scaling[str(gpus)] = {t: (median([x - b for x in w[t]]) if w[t] else None)
+                              for t in ("joules", "matcha")}
+        ctx.log(f"startup with {gpus} GPUs: {scaling[str(gpus)]}")
+    return {"true_wall_s": summary(walls["true"]), "overhead_s": overhead, "cpu_s": cpu,
+            "failures": failures, "scaling_gpus": scaling,
+            "conditions": {"gpus": 8, "latency_us": 20, "command": "TOOL ... -- true",
+                           "repetitions": reps}}
+
+
+def tables(res: dict) -> list[dict]:
+    o, c = res["overhead_s"], res["cpu_s"]
+    j = o["joules"]["median"]
+    rows = []
+    for t in TOOLS:
+        s = o[t]
+        if s["n"] == 0:
+            rows.append([t, "cannot: " + res["failures"].get(t, "no run"), "", "", "", ""])
+            continue
+        rows.append([t, fmt_ms(s["median"]), fmt_spread(s, fmt_ms), str(s["n"]),
+                     fmt_ms(c[t]["median"]),
+                     "1×" if t == "joules" else fmt_ratio(ratio(s["median"], j))])
+    sc = res["scaling_gpus"]
+    srows = [[t] + [fmt_ms(sc[g][t]) for g in ("1", "8", "64")] for t in ("joules", "matcha")]
+    return [
+        {"title": "Start-up overhead of `TOOL -- true` (8 GPUs, 20 µs per NVML call)",
+         "columns": ["tool", "overhead (median)", "spread (min–max)", "runs", "CPU time",
+                     "peer ÷ joules"],
+         "rows": rows},
+        {"title": "Start-up overhead against the number of GPUs (median)",
+         "columns": ["tool", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
+    ]

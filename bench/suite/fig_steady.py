@@ -1,0 +1,166 @@
+"""Sampler CPU per wall second and memory of a long run, 8 fake GPUs, 20 µs per NVML call.
+
+Every tool measures `sleep D` at its default settings; the tools run side by side (their CPU
+time, not their wall time, is the figure, so they see the same machine at the same moment).
+CPU time is read from /proc/PID/task/*/schedstat (nanoseconds) of the tool's processes (the
+workload excluded) from 2 s after the workload started to 1 s before it ends, so start-up and
+shutdown are left out.  Memory: the peak of the tool's resident set (VmHWM, summed over its
+processes), and VmRSS early and late in the run to show growth.
+
+Also: `joules serve` idle (its default 1 s interval) and `matcha run --prometheus` (100 ms), and
+scaling of the sampler cost with 1 and 64 GPUs (joules, matcha)."""
+from __future__ import annotations
+
+import signal
+import time
+
+from . import tools
+from .common import (JOULES, TOOLS, VENV, Watched, constant_scenario, fake_env, free_port, ratio,
+                     rmtree, summary)
+from .render import fmt_mb, fmt_pct, fmt_ratio, fmt_spread
+
+NAME = "steady"
+
+
+def _batch(ctx, entries, seconds, env):
+    """entries: {label: argv-builder}; runs them side by side; returns per-label measurements."""
+    watched = {}
+    for label, (argv, cwd, workload) in entries.items():
+        watched[label] = Watched(label, argv, env, cwd=cwd, workload=workload, period=0.5)
+    results = {}
+    t_stop = time.monotonic() + seconds + 60
+    for label, w in watched.items():
+        if w.workload is None:  # a server: stop it once it has run for `seconds`
+            while time.monotonic() < w.t_launch + seconds + 1:
+                time.sleep(0.2)
+            w.kill(signal.SIGTERM)
+        w.wait(timeout=max(5.0, t_stop - time.monotonic()))
+    for label, w in watched.items():
+        t0 = (w.t_workload if w.workload else w.t_launch + 3.0)
+        if t0 is None:
+            results[label] = {"error": f"its workload never started (exit {w.status}): "
+                                       + w.stderr_text.strip()[-300:]}
+            continue
+        end = (t0 + seconds - 1.0) if w.workload else (w.t_launch + seconds)
+        early, late = w.at(t0 + 2.0), w.at(end)
+        results[label] = {
+            "cpu_per_wall_s": w.cpu_per_wall_s(t0 + 2.0, end),
+            "peak_rss_kb": w.peak_hwm_kb(),
+            "rss_early_kb": early.rss_kb if early else None,
+            "rss_late_kb": late.rss_kb if late else None,
+            "early_to_late_s": (late.t - early.t) if early and late else None,
+            "exit_status": w.status,
+        }
+    return results
+
+
+def _run_entries(ctx, gpus_tools, seconds):
+    entries, dirs = {}, []
+    for label, tool in gpus_tools.items():
+        d = ctx.tmpdir(f"steady-{label}")
+        dirs.append(d)
+        argv, cwd = tools.run_argv(tool, ["sleep", str(seconds)], d)
+        entries[label] = (argv, cwd, "sleep")
+    return entries, dirs
+
+
+def run(ctx) -> dict:
+    seconds = 15 if ctx.quick else 60
+    reps = 1 if ctx.quick else 2
+    env = fake_env(constant_scenario(8))
+    per = {}
+    for r in range(reps):
+        ctx.log(f"steady: {seconds} s run {r + 1}/{reps}, all tools side by side")
+        entries, dirs = _run_entries(ctx, {t: t for t in TOOLS}, seconds)
+        d = ctx.tmpdir("steady-matcha-prom")
+        dirs.append(d)
+        entries["matcha --prometheus"] = (
+            [str(VENV / "bin" / "matcha"), "run", "--prometheus", f"127.0.0.1:{free_port()}",
+             "--", "sleep", str(seconds)], None, "sleep")
+        entries["joules serve"] = ([str(JOULES), "serve", "--listen", "127.0.0.1:0"], None, None)
+        res = _batch(ctx, entries, seconds, env)
+        for label, m in res.items():
+            per.setdefault(label, []).append(m)
+        for d in dirs:
+            rmtree(d)
+
+    def agg(label, key):
+        return summary([m.get(key) for m in per.get(label, []) if "error" not in m])
+
+    out = {}
+    for label, runs in per.items():
+        out[label] = {k: agg(label, k) for k in ("cpu_per_wall_s", "peak_rss_kb", "rss_early_kb",
+                                                  "rss_late_kb", "early_to_late_s")}
+        errs = [m["error"] for m in runs if "error" in m]
+        if errs:
+            out[label]["errors"] = errs
+
+    # Scaling with the number of GPUs, joules and matcha side by side.
+    sseconds = 10 if ctx.quick else 20
+    scaling = {"8": {t: out[t]["cpu_per_wall_s"]["median"] for t in ("joules", "matcha")}}
+    scaling_rss = {"8": {t: out[t]["peak_rss_kb"]["median"] for t in ("joules", "matcha")}}
+    for gpus in (1, 64):
+        ctx.log(f"steady: {sseconds} s with {gpus} GPUs (joules, matcha)")
+        genv = fake_env(constant_scenario(gpus))
+        entries, dirs = _run_entries(ctx, {"joules": "joules", "matcha": "matcha"}, sseconds)
+        res = _batch(ctx, entries, sseconds, genv)
+        scaling[str(gpus)] = {t: res[t].get("cpu_per_wall_s") for t in ("joules", "matcha")}
+        scaling_rss[str(gpus)] = {t: res[t].get("peak_rss_kb") for t in ("joules", "matcha")}
+        for d in dirs:
+            rmtree(d)
+    return {"tools": out, "scaling_gpus_cpu": scaling, "scaling_gpus_rss_kb": scaling_rss,
+            "conditions": {"gpus": 8, "latency_us": 20, "seconds": seconds, "repetitions": reps,
+                           "scaling_seconds": sseconds, "intervals": tools.DEFAULT_INTERVAL}}
+
+
+def tables(res: dict) -> list[dict]:
+    t = res["tools"]
+    jc = t["joules"]["cpu_per_wall_s"]["median"]
+    jm = t["joules"]["peak_rss_kb"]["median"]
+    rows_cpu, rows_mem = [], []
+    labels = TOOLS + ["joules serve", "matcha --prometheus"]
+    for label in labels:
+        if label not in t:
+            continue
+        m = t[label]
+        c, p = m["cpu_per_wall_s"], m["peak_rss_kb"]
+        if c["n"] == 0:
+            why = "; ".join(m.get("errors", ["no run"]))[:200]
+            rows_cpu.append([label, "cannot: " + why, "", "", "", ""])
+            rows_mem.append([label, "cannot: " + why, "", "", "", ""])
+            continue
+        interval = tools.DEFAULT_INTERVAL.get(label, "")
+        if label == "joules serve":
+            interval = "1 s sampler, idle (no scrapes)"
+        if label == "matcha --prometheus":
+            interval = "100 ms poller + HTTP thread"
+        rows_cpu.append([label, fmt_pct(c["median"] * 100), fmt_spread(c, lambda x: fmt_pct(x * 100)),
+                         str(c["n"]), interval,
+                         "1×" if label == "joules" else fmt_ratio(ratio(c["median"], jc))])
+        g_e, g_l = m["rss_early_kb"]["median"], m["rss_late_kb"]["median"]
+        dt = m["early_to_late_s"]["median"]
+        growth = "–" if None in (g_e, g_l, dt) else f"{(g_l - g_e):+,.0f} kB over {dt:.0f} s"
+        rows_mem.append([label, fmt_mb(p["median"]), fmt_spread(p, fmt_mb), growth,
+                         "1×" if label == "joules" else fmt_ratio(ratio(p["median"], jm)),
+                         str(p["n"])])
+    sc, sr = res["scaling_gpus_cpu"], res["scaling_gpus_rss_kb"]
+    srows = []
+    for tool in ("joules", "matcha"):
+        srows.append([f"{tool} CPU"] + [fmt_pct(sc[g][tool] * 100 if sc[g][tool] is not None else None)
+                                        for g in ("1", "8", "64")])
+        srows.append([f"{tool} peak RSS"] + [fmt_mb(sr[g][tool]) for g in ("1", "8", "64")])
+    sec = res["conditions"]["seconds"]
+    return [
+        {"title": f"Sampler CPU per wall second (% of one core) during `TOOL -- sleep {sec}`, "
+                  "8 GPUs, 20 µs per NVML call",
+         "columns": ["tool", "CPU (median)", "spread (min–max)", "runs", "sampling", "peer ÷ joules"],
+         "rows": rows_cpu},
+        {"title": f"Memory during `TOOL -- sleep {sec}`",
+         "columns": ["tool", "peak RSS (median)", "spread", "RSS growth, early → late",
+                     "peer ÷ joules", "runs"],
+         "rows": rows_mem},
+        {"title": "Sampler cost against the number of GPUs (median of the runs at 8 GPUs; one "
+                  f"{res['conditions']['scaling_seconds']} s run at 1 and 64)",
+         "columns": ["", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
+    ]
+

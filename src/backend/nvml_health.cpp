@@ -1,0 +1,437 @@
+#include "backend/nvml_health.hpp"
+
+#include <initializer_list>
+#include <span>
+#include <string_view>
+#include <utility>
+
+#include "backend/nvml_decode.hpp"
+
+namespace joules::nvml {
+namespace {
+
+// NVML_PSTATE_UNKNOWN is 32; P0..P15 are real states.
+constexpr unsigned kMaxPerformanceState = 15;
+// How often the rarely changing readings are read (read_slow).
+constexpr auto kSlowEvery = std::chrono::seconds(5);
+// Spare slots when sizing a process list: processes may start between the two calls.
+constexpr unsigned kSpareProcessSlots = 8;
+
+std::optional<double> milli(unsigned int v, bool ok) {
+  return ok ? std::optional<double>(v / 1000.0) : std::nullopt;
+}
+
+}  // namespace
+
+health_reader::health_reader(const entry_points& fn, nvmlDevice_t device)
+    : fn_(fn), device_(device), gpm_(fn, device) {}
+
+template <class Call>
+bool health_reader::attempt(reading r, bool present, Call&& call) {
+  state& s = state_[r];
+  if (s == state::off || lost_) return false;
+  if (!present) {
+    s = state::off;
+    return false;
+  }
+  const nvmlReturn_t rc = std::forward<Call>(call)();
+  if (rc == kSuccess) {
+    s = state::on;
+    return true;
+  }
+  if (rc == kErrorGpuIsLost) {
+    lost_ = true;
+    return false;
+  }
+  if (s == state::unknown || rc == kErrorNotSupported || rc == kErrorFunctionNotFound) {
+    s = state::off;
+  }
+  return false;
+}
+
+health_reading health_reader::read() {
+  health_reading h;
+  if (lost_) return h;
+  if (!probed_) read_static();
+  unsigned int v = 0;
+  nvmlUtilization_t u{};
+  if (attempt(utilization, fn_.nvmlDeviceGetUtilizationRates != nullptr,
+              [&] { return fn_.nvmlDeviceGetUtilizationRates(device_, &u); })) {
+    h.gpu_util_percent = u.gpu;
+    h.memory_util_percent = u.memory;
+  }
+  read_memory(h);
+  read_temperatures(h);
+  read_clocks(h);
+  if (attempt(fan, fn_.nvmlDeviceGetFanSpeed != nullptr,
+              [&] { return fn_.nvmlDeviceGetFanSpeed(device_, &v); })) {
+    h.fan_percent = v;
+  }
+  if (attempt(performance_state, fn_.nvmlDeviceGetPerformanceState != nullptr,
+              [&] { return fn_.nvmlDeviceGetPerformanceState(device_, &v); }) &&
+      v <= kMaxPerformanceState) {
+    h.performance_state = v;
+  }
+  read_pcie(h);
+  // Error counters, persistence mode and the power limit change rarely: read every kSlowEvery
+  // and repeated in between (read at every interval they would be a third of the calls).
+  const mono_time now = steady::now();
+  if (!slow_at_ || now - *slow_at_ >= kSlowEvery) {
+    slow_ = health_reading{};
+    read_slow(slow_);
+    slow_at_ = now;
+  }
+  copy_slow(slow_, h);
+  h.default_power_limit_w = default_limit_w_;
+  read_processes(h);
+  gpm_.read(h);
+  probed_ = true;
+  if (lost_) return {};  // nothing read from a GPU that fell off the bus is worth showing
+  return h;
+}
+
+void health_reader::read_slow(health_reading& h) {
+  read_ecc(h);
+  unsigned int v = 0;
+  if (attempt(pcie_replay, fn_.nvmlDeviceGetPcieReplayCounter != nullptr,
+              [&] { return fn_.nvmlDeviceGetPcieReplayCounter(device_, &v); })) {
+    h.pcie_replays = v;
+  }
+  if (attempt(persistence, fn_.nvmlDeviceGetPersistenceMode != nullptr,
+              [&] { return fn_.nvmlDeviceGetPersistenceMode(device_, &v); })) {
+    h.persistence_mode = v == kFeatureEnabled;
+  }
+  if (attempt(power_limit, fn_.nvmlDeviceGetEnforcedPowerLimit != nullptr,
+              [&] { return fn_.nvmlDeviceGetEnforcedPowerLimit(device_, &v); })) {
+    h.power_limit_w = v / 1000.0;
+  }
+}
+
+void health_reader::copy_slow(const health_reading& from, health_reading& to) {
+  to.ecc_enabled = from.ecc_enabled;
+  to.ecc_corrected_volatile = from.ecc_corrected_volatile;
+  to.ecc_uncorrected_volatile = from.ecc_uncorrected_volatile;
+  to.ecc_corrected_aggregate = from.ecc_corrected_aggregate;
+  to.ecc_uncorrected_aggregate = from.ecc_uncorrected_aggregate;
+  to.retired_pages_single_bit = from.retired_pages_single_bit;
+  to.retired_pages_double_bit = from.retired_pages_double_bit;
+  to.retirement_pending = from.retirement_pending;
+  to.remapped_rows_corrected = from.remapped_rows_corrected;
+  to.remapped_rows_uncorrected = from.remapped_rows_uncorrected;
+  to.remap_pending = from.remap_pending;
+  to.remap_failure = from.remap_failure;
+  to.pcie_replays = from.pcie_replays;
+  to.persistence_mode = from.persistence_mode;
+  to.power_limit_w = from.power_limit_w;
+}
+
+void health_reader::read_static() {
+  unsigned int v = 0;
+  unsigned int w = 0;
+  if (fn_.nvmlDeviceGetTemperatureThreshold != nullptr) {
+    if (fn_.nvmlDeviceGetTemperatureThreshold(device_, kTemperatureThresholdSlowdown, &v) ==
+        kSuccess) {
+      slowdown_c_ = v;
+    }
+    if (fn_.nvmlDeviceGetTemperatureThreshold(device_, kTemperatureThresholdShutdown, &v) ==
+        kSuccess) {
+      shutdown_c_ = v;
+    }
+  }
+  if (fn_.nvmlDeviceGetMaxClockInfo != nullptr) {
+    if (fn_.nvmlDeviceGetMaxClockInfo(device_, kClockSm, &v) == kSuccess) max_sm_mhz_ = v;
+    if (fn_.nvmlDeviceGetMaxClockInfo(device_, kClockMem, &v) == kSuccess) max_mem_mhz_ = v;
+  }
+  // The link's maximum for this GPU in this slot (nvmlDeviceGetGpuMaxPcieLinkGeneration would
+  // give the GPU's alone, which a slower slot can never reach).
+  if (fn_.nvmlDeviceGetMaxPcieLinkGeneration != nullptr &&
+      fn_.nvmlDeviceGetMaxPcieLinkGeneration(device_, &v) == kSuccess) {
+    max_pcie_gen_ = v;
+  }
+  if (fn_.nvmlDeviceGetMaxPcieLinkWidth != nullptr &&
+      fn_.nvmlDeviceGetMaxPcieLinkWidth(device_, &v) == kSuccess) {
+    max_pcie_width_ = v;
+  }
+  if (fn_.nvmlDeviceGetPowerManagementDefaultLimit != nullptr) {
+    default_limit_w_ =
+        milli(v, fn_.nvmlDeviceGetPowerManagementDefaultLimit(device_, &v) == kSuccess);
+  }
+  // ECC mode changes only at a reboot.
+  if (fn_.nvmlDeviceGetEccMode != nullptr &&
+      fn_.nvmlDeviceGetEccMode(device_, &v, &w) == kSuccess) {
+    ecc_enabled_ = v == kFeatureEnabled;
+  }
+}
+
+void health_reader::read_memory(health_reading& h) {
+  // v2 separates reserved memory from used (nvml.md §4.7); its version field must be
+  // nvmlMemory_v2, not 2, or the driver answers FUNCTION_NOT_FOUND (§4.8).
+  nvmlMemory_v2_t m2{};
+  m2.version = kMemoryV2Version;
+  if (attempt(memory_v2, fn_.nvmlDeviceGetMemoryInfo_v2 != nullptr,
+              [&] { return fn_.nvmlDeviceGetMemoryInfo_v2(device_, &m2); })) {
+    h.memory_total_bytes = m2.total;
+    h.memory_used_bytes = m2.used;
+    h.memory_reserved_bytes = m2.reserved;
+    return;
+  }
+  if (state_[memory_v2] != state::off) return;  // v2 works, failed this once
+  nvmlMemory_t m1{};
+  if (attempt(memory_v1, fn_.nvmlDeviceGetMemoryInfo != nullptr,
+              [&] { return fn_.nvmlDeviceGetMemoryInfo(device_, &m1); })) {
+    h.memory_total_bytes = m1.total;
+    h.memory_used_bytes = m1.used;  // reserved memory counted as used
+  }
+}
+
+void health_reader::read_temperatures(health_reading& h) {
+  nvmlTemperature_v1_t t{};
+  t.version = kTemperatureV1Version;
+  t.sensorType = kTemperatureGpu;
+  if (attempt(temperature_v, fn_.nvmlDeviceGetTemperatureV != nullptr,
+              [&] { return fn_.nvmlDeviceGetTemperatureV(device_, &t); })) {
+    h.temperature_c = t.temperature;
+  } else if (state_[temperature_v] == state::off) {
+    unsigned int c = 0;
+    if (attempt(temperature, fn_.nvmlDeviceGetTemperature != nullptr,
+                [&] { return fn_.nvmlDeviceGetTemperature(device_, kTemperatureGpu, &c); })) {
+      h.temperature_c = c;
+    }
+  }
+  // Memory temperature has no getter: field 82 only.
+  nvmlFieldValue_t f{};
+  f.fieldId = kFiDevMemoryTemp;
+  if (attempt(memory_temperature, fn_.nvmlDeviceGetFieldValues != nullptr, [&] {
+        const nvmlReturn_t rc = fn_.nvmlDeviceGetFieldValues(device_, 1, &f);
+        return rc != kSuccess ? rc : f.nvmlReturn;
+      })) {
+    h.memory_temperature_c = field_as_double(f);
+  }
+  h.slowdown_temperature_c = slowdown_c_;
+  h.shutdown_temperature_c = shutdown_c_;
+}
+
+void health_reader::read_clocks(health_reading& h) {
+  unsigned int sm = 0;
+  unsigned int mem = 0;
+  if (attempt(clocks, fn_.nvmlDeviceGetClockInfo != nullptr, [&] {
+        const nvmlReturn_t rc = fn_.nvmlDeviceGetClockInfo(device_, kClockSm, &sm);
+        return rc != kSuccess ? rc : fn_.nvmlDeviceGetClockInfo(device_, kClockMem, &mem);
+      })) {
+    h.sm_clock_mhz = sm;
+    h.memory_clock_mhz = mem;
+  }
+  h.max_sm_clock_mhz = max_sm_mhz_;
+  h.max_memory_clock_mhz = max_mem_mhz_;
+  // Same bits under the new name (12.2+) and the deprecated one (nvml.md §4.11).
+  unsigned long long bits = 0;
+  if (attempt(clock_events, fn_.nvmlDeviceGetCurrentClocksEventReasons != nullptr,
+              [&] { return fn_.nvmlDeviceGetCurrentClocksEventReasons(device_, &bits); })) {
+    h.throttle = clock_events::decode(bits);
+  } else if (state_[clock_events] == state::off &&
+             attempt(
+                 throttle_reasons, fn_.nvmlDeviceGetCurrentClocksThrottleReasons != nullptr,
+                 [&] { return fn_.nvmlDeviceGetCurrentClocksThrottleReasons(device_, &bits); })) {
+    h.throttle = clock_events::decode(bits);
+  }
+}
+
+void health_reader::read_ecc(health_reading& h) {
+  h.ecc_enabled = ecc_enabled_;
+  const bool counts = ecc_enabled_.value_or(false) && fn_.nvmlDeviceGetTotalEccErrors != nullptr;
+  auto count = [&](reading r, unsigned type, unsigned counter, std::optional<std::uint64_t>& out) {
+    unsigned long long n = 0;
+    if (attempt(r, counts,
+                [&] { return fn_.nvmlDeviceGetTotalEccErrors(device_, type, counter, &n); })) {
+      out = n;
+    }
+  };
+  count(ecc_corrected_volatile, kMemoryErrorCorrected, kVolatileEcc, h.ecc_corrected_volatile);
+  count(ecc_uncorrected_volatile, kMemoryErrorUncorrected, kVolatileEcc,
+        h.ecc_uncorrected_volatile);
+  count(ecc_corrected_aggregate, kMemoryErrorCorrected, kAggregateEcc, h.ecc_corrected_aggregate);
+  count(ecc_uncorrected_aggregate, kMemoryErrorUncorrected, kAggregateEcc,
+        h.ecc_uncorrected_aggregate);
+
+  // Retired pages (Kepler to Volta; Ampere and newer remap rows instead): a count of 0 sizes
+  // the list, INSUFFICIENT_SIZE then carries the count.
+  auto pages = [&](reading r, unsigned cause, std::optional<unsigned>& out) {
+    unsigned int n = 0;
+    if (attempt(r, fn_.nvmlDeviceGetRetiredPages != nullptr, [&] {
+          const nvmlReturn_t rc = fn_.nvmlDeviceGetRetiredPages(device_, cause, &n, nullptr);
+          return rc == kErrorInsufficientSize ? kSuccess : rc;
+        })) {
+      out = n;
+    }
+  };
+  pages(retired_single, kPageRetirementMultipleSingleBit, h.retired_pages_single_bit);
+  pages(retired_double, kPageRetirementDoubleBit, h.retired_pages_double_bit);
+  unsigned int pending = 0;
+  if (attempt(retirement_pending, fn_.nvmlDeviceGetRetiredPagesPendingStatus != nullptr,
+              [&] { return fn_.nvmlDeviceGetRetiredPagesPendingStatus(device_, &pending); })) {
+    h.retirement_pending = pending == kFeatureEnabled;
+  }
+  unsigned int corr = 0;
+  unsigned int unc = 0;
+  unsigned int failure = 0;
+  if (attempt(remapped_rows, fn_.nvmlDeviceGetRemappedRows != nullptr, [&] {
+        return fn_.nvmlDeviceGetRemappedRows(device_, &corr, &unc, &pending, &failure);
+      })) {
+    h.remapped_rows_corrected = corr;
+    h.remapped_rows_uncorrected = unc;
+    h.remap_pending = pending != 0;
+    h.remap_failure = failure != 0;
+  }
+}
+
+void health_reader::read_pcie(health_reading& h) {
+  unsigned int gen = 0;
+  unsigned int width = 0;
+  if (attempt(pcie_link,
+              fn_.nvmlDeviceGetCurrPcieLinkGeneration != nullptr &&
+                  fn_.nvmlDeviceGetCurrPcieLinkWidth != nullptr,
+              [&] {
+                const nvmlReturn_t rc = fn_.nvmlDeviceGetCurrPcieLinkGeneration(device_, &gen);
+                return rc != kSuccess ? rc : fn_.nvmlDeviceGetCurrPcieLinkWidth(device_, &width);
+              })) {
+    h.pcie_generation = gen;
+    h.pcie_width = width;
+  }
+  h.pcie_max_generation = max_pcie_gen_;
+  h.pcie_max_width = max_pcie_width_;
+  // Throughput from the byte counters (fields 197/198, 12.5+): nvmlDeviceGetPcieThroughput
+  // would block the sampler thread for 20 ms per call ("a byte counter over a 20ms interval").
+  std::array<nvmlFieldValue_t, 2> f{};
+  f[0].fieldId = kFiDevPcieCountTxBytes;
+  f[1].fieldId = kFiDevPcieCountRxBytes;
+  if (attempt(pcie_bytes, fn_.nvmlDeviceGetFieldValues != nullptr, [&] {
+        const nvmlReturn_t rc = fn_.nvmlDeviceGetFieldValues(device_, 2, f.data());
+        if (rc != kSuccess) return rc;
+        return f[0].nvmlReturn != kSuccess ? f[0].nvmlReturn : f[1].nvmlReturn;
+      })) {
+    const mono_time now = steady::now();
+    const std::array<std::uint64_t, 2> bytes{field_as_u64(f[0]), field_as_u64(f[1])};
+    if (pcie_bytes_) {
+      const double dt = seconds_between(pcie_bytes_t_, now);
+      h.pcie_tx_bytes_per_s = counter_rate((*pcie_bytes_)[0], bytes[0], dt);
+      h.pcie_rx_bytes_per_s = counter_rate((*pcie_bytes_)[1], bytes[1], dt);
+    }
+    pcie_bytes_ = bytes;
+    pcie_bytes_t_ = now;
+  }
+}
+
+void health_reader::read_processes(health_reading& h) {
+  if (!read_process_kind(h, /*graphics=*/false)) return;
+  read_process_kind(h, /*graphics=*/true);
+  h.processes_known = true;
+}
+
+bool health_reader::read_process_kind(health_reading& h, bool graphics) {
+  // The newest call that works, probed in this order: the versioned detail list (12.4+), then
+  // _v3 whose stride must be guessed (nvml.md §4.9), _v2, and the original call.
+  for (reading method : {process_detail, process_v3, process_v2, process_v1}) {
+    if (state_[method] == state::off) continue;
+    // Slots of 32 bytes hold entries of any of the strides.
+    std::vector<nvmlProcessDetail_v1_t> slots;
+    unsigned int count = 0;
+    auto call = [&]() -> nvmlReturn_t {
+      auto* p = slots.empty() ? nullptr : slots.data();
+      switch (method) {
+        case process_detail: {
+          if (fn_.nvmlDeviceGetRunningProcessDetailList == nullptr) return kErrorFunctionNotFound;
+          nvmlProcessDetailList_v1_t list{};
+          list.version = kProcessDetailListV1Version;
+          list.mode = graphics ? 1U : 0U;
+          list.numProcArrayEntries = count;
+          list.procArray = p;
+          const nvmlReturn_t rc = fn_.nvmlDeviceGetRunningProcessDetailList(device_, &list);
+          count = list.numProcArrayEntries;
+          return rc;
+        }
+        case process_v3: {
+          auto f = graphics ? fn_.nvmlDeviceGetGraphicsRunningProcesses_v3
+                            : fn_.nvmlDeviceGetComputeRunningProcesses_v3;
+          if (f == nullptr) return kErrorFunctionNotFound;
+          return f(device_, &count, reinterpret_cast<nvmlProcessInfo_v2_t*>(p));
+        }
+        case process_v2: {
+          auto f = graphics ? fn_.nvmlDeviceGetGraphicsRunningProcesses_v2
+                            : fn_.nvmlDeviceGetComputeRunningProcesses_v2;
+          if (f == nullptr) return kErrorFunctionNotFound;
+          return f(device_, &count, reinterpret_cast<nvmlProcessInfo_v2_t*>(p));
+        }
+        default: {
+          auto f = graphics ? fn_.nvmlDeviceGetGraphicsRunningProcesses
+                            : fn_.nvmlDeviceGetComputeRunningProcesses;
+          if (f == nullptr) return kErrorFunctionNotFound;
+          return f(device_, &count, reinterpret_cast<nvmlProcessInfo_v1_t*>(p));
+        }
+      }
+    };
+    auto sized = [&]() -> nvmlReturn_t {
+      nvmlReturn_t rc = call();  // count 0: SUCCESS when there are none
+      for (int tries = 0; rc == kErrorInsufficientSize && tries < 3; ++tries) {
+        slots.assign(count + kSpareProcessSlots, nvmlProcessDetail_v1_t{});
+        count = static_cast<unsigned int>(slots.size());
+        rc = call();
+      }
+      return rc;
+    };
+    if (attempt(method, true, sized)) {
+      const auto bytes = std::as_bytes(std::span(slots));
+      std::size_t stride = kProcessStrideDetail;
+      if (method == process_v3) stride = process_stride(bytes, count);
+      if (method == process_v2) stride = kProcessStrideV2;
+      if (method == process_v1) stride = sizeof(nvmlProcessInfo_v1_t);
+      for (auto& p : decode_processes(bytes, count, stride, graphics))
+        h.processes.push_back(p);
+      return true;
+    }
+    if (state_[method] == state::on) return false;  // it works, but not this time
+  }
+  return false;
+}
+
+std::vector<std::string> health_reader::supported() const {
+  struct group {
+    const char* name;
+    std::initializer_list<reading> readings;
+  };
+  const group groups[] = {
+      {"utilization", {utilization}},
+      {"memory", {memory_v2, memory_v1}},
+      {"temperature", {temperature_v, temperature}},
+      {"memory_temperature", {memory_temperature}},
+      {"clocks", {clocks}},
+      {"clock_events", {clock_events, throttle_reasons}},
+      {"fan", {fan}},
+      {"performance_state", {performance_state}},
+      {"ecc_errors",
+       {ecc_corrected_volatile, ecc_uncorrected_volatile, ecc_corrected_aggregate,
+        ecc_uncorrected_aggregate}},
+      {"retired_pages", {retired_single, retired_double}},
+      {"retirement_pending", {retirement_pending}},
+      {"remapped_rows", {remapped_rows}},
+      {"pcie_link", {pcie_link}},
+      {"pcie_replays", {pcie_replay}},
+      {"pcie_throughput", {pcie_bytes}},
+      {"persistence_mode", {persistence}},
+      {"power_limit", {power_limit}},
+      {"processes", {process_detail, process_v3, process_v2, process_v1}},
+  };
+  std::vector<std::string> out;
+  for (const group& g : groups) {
+    if (std::string_view(g.name) == "ecc_errors" && ecc_enabled_) out.emplace_back("ecc_mode");
+    for (reading r : g.readings) {
+      if (state_[r] == state::on) {
+        out.emplace_back(g.name);
+        break;
+      }
+    }
+  }
+  if (gpm_.supported()) out.emplace_back("gpm");
+  return out;
+}
+
+}  // namespace joules::nvml

@@ -1,0 +1,375 @@
+#include "carbon/carbon.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+
+#include "carbon/csv.hpp"
+#include "carbon/embedded_data.hpp"
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace joules::carbon {
+namespace {
+
+constexpr double kJoulesPerKwh = 3.6e6;
+
+std::string upper(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out)
+    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool all_alpha(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalpha(static_cast<unsigned char>(c)) != 0;
+  });
+}
+
+std::optional<int> parse_year(std::string_view s) {
+  const auto v = parse_uint(s, 1900, 2100);
+  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
+}
+
+const std::vector<csv_row>& rows_of(std::string_view name) {
+  // One parse per table; the tables are small (the biggest is under 35 kB).
+  struct cache {
+    std::string_view name;
+    std::vector<csv_row> rows;
+  };
+  static const std::vector<cache> all = [] {
+    std::vector<cache> out;
+    for (const auto& f : data::files())
+      out.push_back({f.name, parse_csv(f.text, /*skip_header=*/true)});
+    return out;
+  }();
+  static const std::vector<csv_row> none;
+  for (const auto& c : all) {
+    if (c.name == name) return c.rows;
+  }
+  return none;
+}
+
+// grid_intensity.csv: region,alpha3,name,g_co2e_per_kwh,year,source,licence
+std::optional<intensity> grid_row(std::string_view code) {
+  const std::string key = upper(code);
+  for (const auto& r : rows_of("grid_intensity.csv")) {
+    if (r.size() < 7) continue;
+    if (r[0] != key && (r[1].empty() || r[1] != key)) continue;
+    const auto g = parse_double(r[3]);
+    if (!g) continue;
+    intensity i;
+    i.g_per_kwh = *g;
+    i.region = r[0];
+    i.name = r[2];
+    i.year = parse_year(r[4]);
+    i.source = r[5];
+    i.licence = r[6];
+    i.method = r[0].size() > 2 ? "us_state_average" : "country_average";
+    return i;
+  }
+  return std::nullopt;
+}
+
+// cloud_regions.csv: provider,region,location,city,g_co2e_per_kwh,year,source,licence
+std::optional<intensity> cloud_row(std::string_view provider, std::string_view region) {
+  for (const auto& r : rows_of("cloud_regions.csv")) {
+    if (r.size() < 8 || r[0] != provider || r[1] != region) continue;
+    const std::string where = r[2].empty() ? r[3] : fmt::format("{}, {}", r[3], r[2]);
+    if (const auto g = parse_double(r[4])) {
+      intensity i;
+      i.g_per_kwh = *g;
+      i.name = fmt::format("{} {} ({})", provider, region, where);
+      i.year = parse_year(r[5]);
+      i.source = r[6];
+      i.licence = r[7];
+      i.method = "cloud_provider";
+      return i;
+    }
+    // No figure from the provider: the grid average of the place the region is in.
+    auto i = grid_row(r[2]);
+    if (!i) return std::nullopt;
+    i->name = fmt::format("{} {} ({}: {})", provider, region, where, i->name);
+    i->source = fmt::format("{} for the region's location ({}: {})", i->source, r[2], r[6]);
+    i->method = "cloud_region_location";
+    return i;
+  }
+  return std::nullopt;
+}
+
+std::optional<equivalent> car_equivalent() {
+  for (const auto& r : rows_of("equivalents.csv")) {
+    if (r.size() < 6 || r[0] != "car_km") continue;
+    const auto g = parse_double(r[1]);
+    if (!g || *g <= 0) continue;
+    return equivalent{r[0], *g, r[2], parse_year(r[3]), r[4]};
+  }
+  return std::nullopt;
+}
+
+std::string normalised_region(std::string_view region) {
+  const auto colon = region.find(':');
+  if (colon != std::string_view::npos) {
+    return lower(region.substr(0, colon)) + ":" + lower(region.substr(colon + 1));
+  }
+  return upper(region);
+}
+
+// For people: 3 significant digits in plain decimals (0.0000661, 4.18, 1234), never exponents.
+std::string num(double v) {
+  if (v == 0.0 || !std::isfinite(v)) return "0";
+  const double a = std::abs(v);
+  if (a >= 100) return fmt::format("{:.0f}", v);
+  const int decimals = std::min(12, 2 - static_cast<int>(std::floor(std::log10(a))));
+  std::string s = fmt::format("{:.{}f}", v, decimals);
+  if (s.find('.') != std::string::npos) {
+    while (s.back() == '0')
+      s.pop_back();
+    if (s.back() == '.') s.pop_back();
+  }
+  return s;
+}
+
+// "Ember and Energy Institute, via Our World in Data (carbon-intensity-electricity)" -> without
+// the parenthesis: the records keep the whole name.
+std::string short_source(const std::string& source) {
+  const auto p = source.find(" (");
+  return p == std::string::npos ? source : source.substr(0, p);
+}
+
+std::string distance(double km) {
+  if (km >= 1.0) return fmt::format("{} km", num(km));
+  return fmt::format("{} m", num(km * 1000.0));
+}
+
+}  // namespace
+
+region_kind classify_region(std::string_view region) {
+  const auto colon = region.find(':');
+  if (colon != std::string_view::npos) {
+    const std::string provider = lower(region.substr(0, colon));
+    const auto name = region.substr(colon + 1);
+    const bool ok_name = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-';
+    });
+    if ((provider == "gcp" || provider == "aws" || provider == "azure") && ok_name)
+      return region_kind::cloud;
+    return region_kind::malformed;
+  }
+  if ((region.size() == 2 || region.size() == 3) && all_alpha(region)) return region_kind::country;
+  if (region.size() == 5 && upper(region.substr(0, 3)) == "US-" && all_alpha(region.substr(3)))
+    return region_kind::us_state;
+  return region_kind::malformed;
+}
+
+std::optional<intensity> lookup_region(std::string_view region) {
+  const std::string key = normalised_region(region);
+  std::optional<intensity> i;
+  if (classify_region(key) == region_kind::cloud) {
+    const auto colon = key.find(':');
+    i = cloud_row(key.substr(0, colon), key.substr(colon + 1));
+  } else {
+    i = grid_row(key);
+  }
+  if (i) i->region = key;
+  return i;
+}
+
+factors resolve(const settings& s) {
+  factors f;
+  if (s.pue) {
+    if (!(*s.pue >= 1.0 && *s.pue <= 5.0)) {
+      throw usage_error(fmt::format(
+          "--pue '{}': expected a power usage effectiveness from 1.0 to 5.0, e.g. 1.2", *s.pue));
+    }
+    f.pue = *s.pue;
+    f.pue_source = "--pue";
+  }
+  if (s.region) {
+    const std::string& r = *s.region;
+    if (classify_region(r) == region_kind::malformed) {
+      throw usage_error(fmt::format(
+          "{} '{}': expected an ISO country code (DE, FRA), a US state (US-CA) or a cloud region "
+          "(gcp:europe-west4, aws:us-east-1, azure:westeurope)",
+          s.region_from, r));
+    }
+    f.region = normalised_region(r);
+  }
+  if (s.carbon_intensity) {
+    const double g = *s.carbon_intensity;
+    if (!(g >= 0.0 && g <= 2000.0)) {
+      throw usage_error(fmt::format(
+          "--carbon-intensity '{}': expected grams of CO2e per kWh from 0 to 2000, e.g. 350", g));
+    }
+    intensity i;
+    i.g_per_kwh = g;
+    i.region = f.region;
+    i.name = f.region;
+    i.source = "--carbon-intensity";
+    i.method = "user";
+    f.grid = i;
+  } else if (!f.region.empty()) {
+    f.grid = lookup_region(f.region);
+    if (!f.grid) {
+      f.note = fmt::format(
+          "region '{}' (from {}) is not in joules' tables (docs/carbon.md lists them); give "
+          "--carbon-intensity G for a carbon figure",
+          f.region, s.region_from);
+    }
+  } else {
+    f.note = "no region given (--region, JOULES_REGION) and no --carbon-intensity";
+  }
+  if (s.price_per_kwh) {
+    const double p = *s.price_per_kwh;
+    if (!(p >= 0.0 && p <= 1000.0)) {
+      throw usage_error(fmt::format(
+          "--price-per-kwh '{}': expected a price per kWh from 0 to 1000, e.g. 0.25", p));
+    }
+    f.cost = price{p, s.currency, "--price-per-kwh"};
+  }
+  if (s.currency.size() != 3 || !all_alpha(s.currency) || upper(s.currency) != s.currency) {
+    throw usage_error(fmt::format(
+        "--currency '{}': expected a three-letter ISO 4217 code in capitals, e.g. EUR or USD",
+        s.currency));
+  }
+  f.car = car_equivalent();
+  return f;
+}
+
+assessment assess(const factors& f, double energy_j) {
+  assessment a;
+  a.basis = f;
+  a.energy_j = energy_j;
+  a.energy_kwh = energy_j / kJoulesPerKwh;
+  a.facility_energy_kwh = a.energy_kwh * f.pue;
+  if (f.grid) a.co2e_g = a.facility_energy_kwh * f.grid->g_per_kwh;
+  if (f.cost) a.cost = a.facility_energy_kwh * f.cost->per_kwh;
+  if (a.co2e_g && f.car) a.car_km = *a.co2e_g / f.car->g_per_unit;
+  return a;
+}
+
+void write_factors_json(json_writer& w, const factors& f) {
+  w.begin_object();
+  w.field("pue", f.pue).field("pue_source", f.pue_source);
+  w.field("region", f.region.empty() ? std::optional<std::string>() : std::optional(f.region));
+  w.key("intensity");
+  if (f.grid) {
+    const intensity& i = *f.grid;
+    w.begin_object();
+    w.field("g_per_kwh", i.g_per_kwh);
+    w.field("region", i.region.empty() ? std::optional<std::string>() : std::optional(i.region));
+    w.field("name", i.name.empty() ? std::optional<std::string>() : std::optional(i.name));
+    w.field("source", i.source).field("year", i.year).field("method", i.method);
+    w.field("licence", i.licence.empty() ? std::optional<std::string>() : std::optional(i.licence));
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.key("price");
+  if (f.cost) {
+    w.begin_object()
+        .field("per_kwh", f.cost->per_kwh)
+        .field("currency", f.cost->currency)
+        .field("source", f.cost->source)
+        .end_object();
+  } else {
+    w.null();
+  }
+  w.field("note", f.note.empty() ? std::optional<std::string>() : std::optional(f.note));
+  w.end_object();
+}
+
+void write_json(json_writer& w, const assessment& a) {
+  const factors& f = a.basis;
+  const std::optional<std::string> region =
+      f.region.empty() ? std::nullopt : std::optional(f.region);
+  w.begin_object();
+  w.field("energy_kwh", a.energy_kwh);
+  w.field("pue", f.pue).field("pue_source", f.pue_source);
+  w.field("facility_energy_kwh", a.facility_energy_kwh);
+  w.field("co2e_g", a.co2e_g);
+  w.key("co2e");
+  if (f.grid) {
+    const intensity& i = *f.grid;
+    w.begin_object();
+    w.field("g", a.co2e_g).field("intensity_g_per_kwh", i.g_per_kwh);
+    w.field("source", i.source).field("year", i.year);
+    w.field("region", i.region.empty() ? region : std::optional(i.region));
+    w.field("method", i.method);
+    w.field("name", i.name.empty() ? std::optional<std::string>() : std::optional(i.name));
+    w.field("licence", i.licence.empty() ? std::optional<std::string>() : std::optional(i.licence));
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.field("cost", a.cost);
+  w.key("cost_basis");
+  if (f.cost) {
+    w.begin_object();
+    w.field("amount", a.cost).field("currency", f.cost->currency);
+    w.field("price_per_kwh", f.cost->per_kwh).field("source", f.cost->source);
+    w.field("year", std::optional<int>()).field("region", region).field("method", "user_price");
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.key("equivalent");
+  if (a.car_km && f.car) {
+    w.begin_object();
+    w.field("car_km", a.car_km).field("g_per_km", f.car->g_per_unit);
+    w.field("source", f.car->source).field("year", f.car->year);
+    w.end_object();
+  } else {
+    w.null();
+  }
+  w.field("note", f.note.empty() ? std::optional<std::string>() : std::optional(f.note));
+  w.end_object();
+}
+
+void write_fields(json_writer& w, const assessment& a) {
+  w.field("energy_kwh", a.energy_kwh);
+  w.field("facility_energy_kwh", a.facility_energy_kwh);
+  w.field("co2e_g", a.co2e_g);
+  w.field("cost", a.cost);
+}
+
+std::string summary_text(const assessment& a) {
+  const factors& f = a.basis;
+  std::string s = "; ";
+  if (f.pue != 1.0) {
+    s += fmt::format("{} kWh x PUE {} = {} kWh", num(a.energy_kwh), num(f.pue),
+                     num(a.facility_energy_kwh));
+  } else {
+    s += fmt::format("{} kWh", num(a.energy_kwh));
+  }
+  if (a.co2e_g && f.grid) {
+    const intensity& i = *f.grid;
+    const std::string where = i.region.empty() ? std::string() : i.region + ", ";
+    const std::string year = i.year ? fmt::format(" {}", *i.year) : std::string();
+    s += fmt::format(", {} g CO2e ({}{} g/kWh, {}{})", num(*a.co2e_g), where, num(i.g_per_kwh),
+                     short_source(i.source), year);
+  }
+  if (a.cost && f.cost) s += fmt::format(", {} {}", num(*a.cost), f.cost->currency);
+  if (a.car_km) s += fmt::format(", like driving {} by car", distance(*a.car_km));
+  if (!a.co2e_g) s += fmt::format("; no CO2e: {}", f.note);
+  return s;
+}
+
+std::vector<table_info> tables() {
+  std::vector<table_info> out;
+  for (const auto& f : data::files())
+    out.push_back({std::string(f.name), rows_of(f.name).size()});
+  return out;
+}
+
+}  // namespace joules::carbon

@@ -1,0 +1,250 @@
+// `joules serve`: a node exporter.  The sampler reads every GPU (and the CPU packages and DRAM
+// RAPL can read) at --interval, with health readings; /metrics serialises its latest snapshot,
+// so a scrape never waits for the driver and a scraper cannot make joules call NVML more often.
+// Runs until SIGINT or SIGTERM.
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+#include "backend/sim_backend.hpp"
+#include "cli/commands.hpp"
+#include "export/label_policy.hpp"
+#include "export/metric_source.hpp"
+#include "export/prometheus_endpoint.hpp"
+#include "sampler/sampler.hpp"
+#include "util/error.hpp"
+#include "util/strings.hpp"
+
+namespace joules::cli {
+namespace {
+
+constexpr std::string_view kServe = "Serving";
+constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
+
+// A boundary every so often closes the accounting window, so readings older than it are
+// dropped: a node exporter runs for months in bounded memory.
+constexpr std::chrono::seconds kWindow{300};
+
+const std::vector<option_spec>& serve_options() {
+  static const std::vector<option_spec> options = {
+      {"listen", 0, "[HOST:]PORT",
+       "Address of /metrics. HOST is 127.0.0.1 unless given (0.0.0.0 or [::] for every "
+       "interface); port 0 picks a free port. The address is printed on stderr.",
+       "127.0.0.1:9400", false, kServe},
+      {"interval", 0, "MS",
+       "Milliseconds between readings of every GPU's power and energy, 10 to 60000; health "
+       "readings (utilisation, temperatures, clocks, ECC, ...) every max(MS, 1000).",
+       "1000", false, kServe},
+      {"dcgm-compat", 0, "",
+       "Also expose dcgm-exporter's metric names and labels (DCGM_FI_DEV_POWER_USAGE, ...), so "
+       "that NVIDIA's Grafana dashboard works unchanged.",
+       "", false, kServe},
+      {"hostname", 0, "NAME", "The hostname label on every series.",
+       "JOULES_HOSTNAME, else the machine's hostname", false, kServe},
+      {"label", 0, "KEY=VALUE",
+       "A label on every series (e.g. cluster=a). KEY is sanitised into a label name; one that "
+       "joules sets itself is renamed label_KEY.",
+       "", true, kServe},
+      {"backend", 0, "NAME",
+       "Where readings come from: auto (NVML), nvml, or sim (simulated GPUs).", "auto", false,
+       kServe},
+      {"nvml-library", 0, "PATH", "The NVML library to load.",
+       "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path", false, kServe},
+      {"sim-model", 0, "NAME", "Simulated GPU model (see joules run --help).", "h100-sxm", false,
+       kSim},
+      {"sim-gpus", 0, "N", "Number of simulated GPUs, 1 to 1024.", "8", false, kSim},
+      {"sim-profile", 0, "PROFILE", "train, idle, or a constant utilisation between 0 and 1.",
+       "train", false, kSim},
+      {"sim-tdp", 0, "W", "Board power of the simulated GPU in watts.", "the model's", false, kSim},
+      {"help", 'h', "", "Print this help and exit.", "", false, "Other"},
+  };
+  return options;
+}
+
+struct serve_settings {
+  backend_options backend;
+  exporter::listen_address listen{std::string(exporter::kDefaultListenHost), 9400};
+  std::chrono::milliseconds interval{1000};
+  bool dcgm_compat = false;
+  std::string hostname;
+  std::vector<std::pair<std::string, std::string>> labels;
+};
+
+std::string host_name() {
+  if (const char* h = std::getenv("JOULES_HOSTNAME"); h != nullptr && *h != '\0') return h;
+  std::array<char, 256> buf{};
+  if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";
+  return buf.data();
+}
+
+serve_settings read_serve_settings(const parsed_args& args) {
+  serve_settings s;
+  if (auto v = args.get("listen")) s.listen = exporter::parse_listen_address(*v, "--listen");
+  if (auto v = args.get("interval")) {
+    const auto ms = parse_uint(*v, 10, 60000);
+    if (!ms) {
+      throw usage_error(fmt::format(
+          "--interval '{}': expected a whole number of milliseconds from 10 to 60000", *v));
+    }
+    s.interval = std::chrono::milliseconds(*ms);
+  }
+  s.dcgm_compat = args.has("dcgm-compat");
+  s.hostname = args.get("hostname").value_or(host_name());
+  if (s.hostname.empty()) throw usage_error("--hostname '': expected a name");
+  for (const auto& label : args.all("label")) {
+    const auto eq = label.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw usage_error(fmt::format("--label '{}': expected KEY=VALUE", label));
+    s.labels.emplace_back(label.substr(0, eq), label.substr(eq + 1));
+  }
+  s.backend.name = args.get("backend").value_or("auto");
+  if (s.backend.name != "auto" && s.backend.name != "nvml" && s.backend.name != "sim")
+    throw usage_error(fmt::format("--backend '{}': expected auto, nvml or sim", s.backend.name));
+  if (auto lib = args.get("nvml-library")) s.backend.nvml_library = *lib;
+  for (const char* sim_option : {"sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
+    if (args.has(sim_option) && s.backend.name != "sim")
+      throw usage_error(fmt::format("--{} applies only with --backend sim", sim_option));
+  }
+  if (auto m = args.get("sim-model")) s.backend.sim.model = *m;
+  if (auto n = args.get("sim-gpus")) {
+    const auto v = parse_uint(*n, 1, 1024);
+    if (!v) throw usage_error(fmt::format("--sim-gpus '{}': expected a number from 1 to 1024", *n));
+    s.backend.sim.gpus = static_cast<unsigned>(*v);
+  }
+  if (auto p = args.get("sim-profile")) {
+    s.backend.sim.profile = *p;
+    [[maybe_unused]] const sim_profile check(*p);  // throws usage_error for a bad profile
+  }
+  if (auto w = args.get("sim-tdp")) {
+    const auto v = parse_double(*w);
+    if (!v || *v <= 0.0 || *v > 5000.0)
+      throw usage_error(
+          fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
+    s.backend.sim.tdp_w = *v;
+  }
+  return s;
+}
+
+// SIGINT and SIGTERM (blocked in every thread since app::main) as a file descriptor.
+int stop_signal_fd() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const int fd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (fd < 0) throw fatal_error(fmt::format("signalfd: {}", std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+const command_spec& serve_spec() {
+  static const command_spec spec{
+      "serve",
+      "node exporter: Prometheus /metrics for every GPU (and CPU/DRAM)",
+      "[OPTIONS]",
+      "Serves http://127.0.0.1:9400/metrics in the Prometheus text format for every GPU of the "
+      "machine: power, energy, utilisation, memory, temperatures, clocks, throttle reasons, ECC "
+      "and remapped rows, PCIe, GPM activity where the GPU has it; CPU package and DRAM energy "
+      "where RAPL can be read; and joules' own health (joules_up, scrapes, scrape duration). "
+      "docs/metrics.md lists every metric.\n"
+      "One thread reads the hardware at --interval; a scrape only serialises its latest "
+      "readings, so scrapers never call the driver. Runs until SIGINT or SIGTERM and exits 0. "
+      "packaging/joules-serve.service runs it under systemd.",
+      serve_options(),
+      positional_kind::none,
+      "joules serve\n"
+      "joules serve --listen 0.0.0.0:9400 --dcgm-compat --label cluster=a\n"
+      "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
+  return spec;
+}
+
+int serve_main(const parsed_args& args) {
+  const serve_settings s = read_serve_settings(args);
+  sampler_options options;
+  options.interval = s.interval;
+  options.health_interval = std::max(s.interval, std::chrono::milliseconds(1000));
+  sampler readings(s.backend, options);
+  const backend& hw = readings.hardware();
+  for (const auto& n : hw.notices())
+    std::fprintf(stderr, "joules: note: %s\n", n.c_str());
+
+  std::vector<std::size_t> served;
+  std::vector<device_info> devices;
+  for (std::size_t i = 0; i < hw.devices().size(); ++i) {
+    const device_info& d = hw.devices()[i];
+    if (d.method() == energy_method::none) {
+      std::fprintf(stderr,
+                   "joules: note: %s %s has neither an energy counter nor a power reading; "
+                   "it is not served\n",
+                   d.key().c_str(), d.name.c_str());
+      continue;
+    }
+    served.push_back(i);
+    devices.push_back(d);
+  }
+  if (served.empty()) throw fatal_error("no device can be read (no energy counter, no power)");
+
+  exporter::label_set base;
+  base.add("hostname", s.hostname);
+  const auto user = exporter::apply_label_policy(s.labels, exporter::kExporterLabelNames);
+  for (const auto& line : user.renamed)
+    std::fprintf(stderr, "joules: note: %s\n", line.c_str());
+  for (const auto& [k, v] : user.labels)
+    base.add(k, v);
+
+  const double stale_after_s =
+      std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
+  exporter::prometheus_endpoint endpoint(
+      s.listen,
+      exporter::node_source({&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s}), base);
+  const int signals = stop_signal_fd();
+
+  readings.on_window([](const window_result&) {});  // windows only bound memory here
+  readings.start(served);
+  readings.boundary(steady::now());
+  endpoint.start();
+  const auto gpus = std::count_if(devices.begin(), devices.end(),
+                                  [](const device_info& d) { return d.kind == device_kind::gpu; });
+  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n",
+               static_cast<std::size_t>(gpus),
+               devices.size() > static_cast<std::size_t>(gpus) ? " and CPU/DRAM" : "",
+               endpoint.address().text().c_str());
+  std::fflush(stderr);
+
+  mono_time next_boundary = steady::now() + kWindow;
+  while (true) {
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_boundary - steady::now());
+    pollfd p{signals, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, wait.count())));
+    if (n > 0) break;
+    if (n < 0 && errno != EINTR) break;
+    if (steady::now() >= next_boundary) {
+      readings.boundary(steady::now());
+      next_boundary += kWindow;
+    }
+  }
+  close(signals);
+  endpoint.stop();
+  readings.finish(steady::now());
+  if (readings.abandoned()) {
+    // The sampler is stuck in a driver call that never returned; leave without waiting for it.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
+}  // namespace joules::cli

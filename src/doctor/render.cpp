@@ -1,0 +1,307 @@
+// `joules doctor`'s two outputs: text for people, one JSON object for machines.
+
+#include <fmt/format.h>
+
+#include <iterator>
+
+#include "doctor/report.hpp"
+#include "util/json_writer.hpp"
+
+#ifndef JOULES_VERSION
+#define JOULES_VERSION "unknown"
+#endif
+
+namespace joules::doctor {
+namespace {
+
+using health::severity;
+
+std::string paint(bool color, std::string_view text, std::string_view sgr) {
+  if (!color) return std::string(text);
+  return fmt::format("\x1b[{}m{}\x1b[0m", sgr, text);
+}
+
+std::string_view severity_color(severity s) {
+  switch (s) {
+    case severity::critical:
+      return "31";
+    case severity::warning:
+      return "33";
+    case severity::info:
+      return "2";
+  }
+  return "2";
+}
+
+std::string watts_text(const std::optional<joules::watts>& w) {
+  return w ? fmt::format("{:.0f} W", w->value) : "-";
+}
+
+std::string power_source_text(const device_info& d) {
+  switch (d.power) {
+    case power_source::field_instant:
+      return "instantaneous (NVML_FI_DEV_POWER_INSTANT)";
+    case power_source::power_usage:
+      return d.power_window ? "1 s average (nvmlDeviceGetPowerUsage)"
+                            : "instantaneous (nvmlDeviceGetPowerUsage)";
+    case power_source::model:
+      return "a model (simulated)";
+    case power_source::none:
+      break;
+  }
+  return "none";
+}
+
+std::string yes_no(const std::optional<bool>& b) {
+  if (!b) return "unknown";
+  return *b ? "yes" : "no";
+}
+
+void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color) {
+  const device_info& d = g.info;
+  fmt::format_to(
+      std::back_inserter(out), "  {}  {}{}  {}  {}{}\n",
+      paint(color, fmt::format("GPU {}", d.index), "1"), d.name,
+      d.architecture.empty() ? "" : fmt::format(" ({})", d.architecture), d.uuid, d.pci_bus_id,
+      g.cuda_index ? fmt::format("  CUDA {}", *g.cuda_index) : std::string("  no CUDA index"));
+  std::string now;
+  if (g.reading.status == read_status::lost) {
+    now = paint(color, "lost", "31");
+  } else if (g.reading.power) {
+    now = fmt::format("{:.0f} W now", g.reading.power->value);
+  }
+  fmt::format_to(std::back_inserter(out), "    energy      {} · counter {} · power {}{}\n",
+                 to_string(d.method()), d.has_energy_counter ? "yes" : "no", power_source_text(d),
+                 now.empty() ? "" : " · " + now);
+  if (g.caps.gpm || g.caps.mig_enabled || g.caps.compute_capability_major) {
+    std::string cc;
+    if (g.caps.compute_capability_major) {
+      cc = fmt::format(" · compute capability {}.{}", *g.caps.compute_capability_major,
+                       g.caps.compute_capability_minor.value_or(0));
+    }
+    fmt::format_to(std::back_inserter(out), "    profiling   GPM {} · MIG {}{}\n",
+                   yes_no(g.caps.gpm),
+                   g.caps.mig_enabled ? (*g.caps.mig_enabled ? "on" : "off") : "-", cc);
+  }
+  std::string range;
+  if (d.min_power_limit && d.max_power_limit) {
+    range =
+        fmt::format(", range {:.0f}-{:.0f} W", d.min_power_limit->value, d.max_power_limit->value);
+  }
+  std::string control;
+  if (g.caps.power_limit_control == false) {
+    control = " · fixed";
+  } else if (g.caps.power_limit_control) {
+    control = fmt::format(" · this user may change it: {}", yes_no(g.caps.power_limit_permission));
+  }
+  fmt::format_to(std::back_inserter(out), "    power limit {} (default {}{}){}\n",
+                 watts_text(d.power_limit), watts_text(d.default_power_limit), range, control);
+  std::string health = paint(color, "ok", "32");
+  std::size_t shown = 0;
+  std::string flags;
+  for (const auto& f : r.findings) {
+    if (f.gpu != d.index || f.level == severity::info) continue;
+    if (shown++ > 0) flags += ", ";
+    flags += paint(color, f.code, severity_color(f.level));
+  }
+  if (!flags.empty()) health = flags;
+  if (!g.health && g.reading.status != read_status::lost) health = "not read";
+  fmt::format_to(std::back_inserter(out), "    health      {}\n", health);
+  if (!g.caps.health_readings.empty()) {
+    fmt::format_to(std::back_inserter(out), "    readings    {}\n",
+                   fmt::join(g.caps.health_readings, ", "));
+  }
+}
+
+void write_optional_bool(json_writer& w, std::string_view key, const std::optional<bool>& b) {
+  w.key(key);
+  if (b) {
+    w.value(*b);
+  } else {
+    w.null();
+  }
+}
+
+std::optional<double> value_of(const std::optional<joules::watts>& w) {
+  return w ? std::optional<double>(w->value) : std::nullopt;
+}
+
+}  // namespace
+
+std::string render_text(const report& r, bool color) {
+  std::string out;
+  fmt::format_to(std::back_inserter(out), "{}  {}  ·  joules {}\n\n",
+                 paint(color, "joules doctor", "1"), r.hostname, JOULES_VERSION);
+  out += paint(color, r.meta.backend == "sim" ? "Backend" : "NVML", "1") + "\n";
+  if (!r.backend_ok) {
+    fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, r.backend_error, "31"));
+  } else if (r.meta.backend == "nvml") {
+    fmt::format_to(std::back_inserter(out), "  library     {}\n", r.meta.library_path);
+    fmt::format_to(std::back_inserter(out),
+                   "  version     NVML {} · driver {} · {} of {} known entry points\n",
+                   r.meta.library_version.empty() ? "unknown" : r.meta.library_version,
+                   r.meta.driver_version.empty() ? "unknown" : r.meta.driver_version,
+                   r.meta.symbols_found, r.meta.symbols_known);
+  } else {
+    fmt::format_to(std::back_inserter(out), "  {} · {}\n", r.meta.backend, r.meta.library_version);
+  }
+  for (const auto& n : r.notices)
+    fmt::format_to(std::back_inserter(out), "  {}\n", n);
+
+  if (r.backend_ok) {
+    fmt::format_to(std::back_inserter(out), "\n{} ({} checked: {})\n", paint(color, "GPUs", "1"),
+                   r.gpus.size(), r.scope);
+    for (const auto& g : r.gpus)
+      gpu_text(out, r, g, color);
+    fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CUDA devices", "1"));
+    fmt::format_to(std::back_inserter(out), "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n",
+                   r.cuda.order, r.cuda.order_from_env ? "" : " (the default)",
+                   r.cuda.visible ? fmt::format("'{}'", *r.cuda.visible) : std::string("unset"));
+    std::vector<std::string> pairs;
+    for (const auto& e : r.cuda.devices)
+      pairs.push_back(fmt::format("cuda:{} = GPU {}", e.cuda_index, e.nvml_index));
+    fmt::format_to(std::back_inserter(out), "  {}{}\n",
+                   pairs.empty() ? "CUDA sees no GPU" : fmt::format("{}", fmt::join(pairs, " · ")),
+                   r.cuda.certain ? "" : "  (assumed: see the findings)");
+  }
+
+  if (!r.host_devices.empty() || !r.components.empty()) {
+    fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CPU and DRAM (RAPL)", "1"));
+    for (const auto& c : r.components) {
+      fmt::format_to(std::back_inserter(out), "  {:<5} {} · {}\n", to_string(c.kind),
+                     c.method == energy_method::none ? "not measured" : to_string(c.method),
+                     c.detail);
+      if (!c.fix.empty()) fmt::format_to(std::back_inserter(out), "        fix: {}\n", c.fix);
+    }
+    for (const auto& d : r.host_devices)
+      fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), d.name,
+                     to_string(d.method()));
+  }
+
+  fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "Findings", "1"));
+  if (r.findings.empty()) out += "  none\n";
+  for (const auto& f : r.findings) {
+    fmt::format_to(
+        std::back_inserter(out), "  {}  {}\n",
+        paint(color, fmt::format("{:<8}", health::to_string(f.level)), severity_color(f.level)),
+        f.message);
+    if (!f.fix.empty()) fmt::format_to(std::back_inserter(out), "            fix: {}\n", f.fix);
+  }
+  fmt::format_to(std::back_inserter(out), "\nStatus: {} (exit {})\n",
+                 health::status_name(r.exit_status), r.exit_status);
+  return out;
+}
+
+std::string render_json(const report& r) {
+  json_writer w;
+  w.begin_object()
+      .field("type", "doctor")
+      .field("schema_version", 1)
+      .field("time", r.time)
+      .field("hostname", r.hostname)
+      .field("joules_version", JOULES_VERSION)
+      .field("status", health::status_name(r.exit_status))
+      .field("exit_status", r.exit_status);
+  w.key("backend").begin_object().field("ok", r.backend_ok);
+  w.key("error");
+  if (r.backend_ok) {
+    w.null();
+  } else {
+    w.value(r.backend_error);
+  }
+  w.field("name", r.meta.backend)
+      .field("library_path", r.meta.library_path)
+      .field("nvml_version", r.meta.library_version)
+      .field("driver_version", r.meta.driver_version)
+      .field("symbols_found", r.meta.symbols_found)
+      .field("symbols_known", r.meta.symbols_known)
+      .end_object();
+  w.key("notices").begin_array();
+  for (const auto& n : r.notices)
+    w.value(n);
+  w.end_array();
+  w.field("scope", r.scope);
+  w.key("gpus").begin_array();
+  for (const auto& g : r.gpus) {
+    const device_info& d = g.info;
+    w.begin_object()
+        .field("index", d.index)
+        .field("uuid", d.uuid)
+        .field("name", d.name)
+        .field("architecture", d.architecture)
+        .field("pci_bus_id", d.pci_bus_id)
+        .field("cuda_index", g.cuda_index)
+        .field("method", to_string(d.method()))
+        .field("energy_counter", d.has_energy_counter)
+        .field("power_source", to_string(d.power))
+        .field("power_window_s",
+               d.power_window ? std::optional(d.power_window->count()) : std::nullopt)
+        .field("lost", g.reading.status == read_status::lost)
+        .field("power_w", value_of(g.reading.power))
+        .field("power_limit_w", value_of(d.power_limit))
+        .field("default_power_limit_w", value_of(d.default_power_limit))
+        .field("min_power_limit_w", value_of(d.min_power_limit))
+        .field("max_power_limit_w", value_of(d.max_power_limit));
+    write_optional_bool(w, "power_limit_control", g.caps.power_limit_control);
+    write_optional_bool(w, "power_limit_permission", g.caps.power_limit_permission);
+    write_optional_bool(w, "gpm", g.caps.gpm);
+    write_optional_bool(w, "mig_enabled", g.caps.mig_enabled);
+    w.key("compute_capability");
+    if (g.caps.compute_capability_major) {
+      w.value(fmt::format("{}.{}", *g.caps.compute_capability_major,
+                          g.caps.compute_capability_minor.value_or(0)));
+    } else {
+      w.null();
+    }
+    w.key("health_readings").begin_array();
+    for (const auto& name : g.caps.health_readings)
+      w.value(name);
+    w.end_array();
+    w.end_object();
+  }
+  w.end_array();
+  w.key("cuda")
+      .begin_object()
+      .field("device_order", r.cuda.order)
+      .field("device_order_set", r.cuda.order_from_env);
+  w.key("visible_devices");
+  if (r.cuda.visible) {
+    w.value(*r.cuda.visible);
+  } else {
+    w.null();
+  }
+  w.field("certain", r.cuda.certain);
+  w.key("devices").begin_array();
+  for (const auto& e : r.cuda.devices) {
+    w.begin_object()
+        .field("cuda_index", e.cuda_index)
+        .field("nvml_index", e.nvml_index)
+        .field("uuid", e.uuid)
+        .end_object();
+  }
+  w.end_array().end_object();
+  w.key("components").begin_array();
+  for (const auto& c : r.components) {
+    w.begin_object()
+        .field("kind", to_string(c.kind))
+        .field("method", to_string(c.method))
+        .field("detail", c.detail)
+        .field("fix", c.fix)
+        .end_object();
+  }
+  w.end_array();
+  w.key("findings").begin_array();
+  for (const auto& f : r.findings) {
+    w.begin_object()
+        .field("severity", health::to_string(f.level))
+        .field("code", f.code)
+        .field("gpu", f.gpu)
+        .field("message", f.message)
+        .field("fix", f.fix)
+        .end_object();
+  }
+  w.end_array().end_object();
+  return w.take() + "\n";
+}
+
+}  // namespace joules::doctor

@@ -1,0 +1,134 @@
+#include "doctor/report.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace joules::doctor {
+namespace {
+
+using health::finding;
+using health::severity;
+
+finding about(const device_info& d, severity level, std::string code, std::string message,
+              std::string fix = {}) {
+  finding f;
+  f.level = level;
+  f.code = std::move(code);
+  f.gpu = d.index;
+  f.message = fmt::format("GPU {}: {}", d.index, message);
+  f.fix = std::move(fix);
+  return f;
+}
+
+finding general(severity level, std::string code, std::string message, std::string fix = {}) {
+  finding f;
+  f.level = level;
+  f.code = std::move(code);
+  f.message = std::move(message);
+  f.fix = std::move(fix);
+  return f;
+}
+
+bool gpm_expected(const std::string& architecture) {
+  return architecture == "hopper" || architecture == "blackwell" || architecture == "rubin";
+}
+
+}  // namespace
+
+std::vector<finding> measurement_findings(const gpu_report& g) {
+  std::vector<finding> out;
+  const device_info& d = g.info;
+  if (g.reading.status == read_status::lost) return out;  // health_findings says it
+  if (d.method() == energy_method::none) {
+    out.push_back(about(d, severity::warning, "not_measurable",
+                        "neither an energy counter nor a power reading: joules cannot measure it",
+                        "estimate it instead: --backend sim --sim-model MODEL (or --sim-tdp W)"));
+  } else if (!d.has_energy_counter && !d.simulated) {
+    out.push_back(about(
+        d, severity::warning, "no_energy_counter",
+        fmt::format("no energy counter: energy is integrated from {} power readings, which miss "
+                    "what happens between them",
+                    d.power_window ? "1 s averaged" : "instantaneous"),
+        "the counter needs a Volta or newer GPU and an R450 or newer driver "
+        "(nvmlDeviceGetTotalEnergyConsumption)"));
+  }
+  if (g.reading.status == read_status::error) {
+    out.push_back(
+        about(d, severity::warning, "read_failed",
+              fmt::format("reading energy and power failed (error {})", g.reading.error_code)));
+  }
+  if (g.caps.gpm == false && gpm_expected(d.architecture)) {
+    out.push_back(about(d, severity::info, "gpm_unavailable",
+                        "GPM metrics (SM and tensor activity) are not available",
+                        "GPM needs a Hopper or newer GPU and an R520 or newer driver"));
+  }
+  if (g.caps.power_limit_control == true && g.caps.power_limit_permission == false) {
+    out.push_back(about(d, severity::info, "power_limit_no_permission",
+                        "this user may not change the power limit (joules tune needs to)",
+                        "run as root to tune power limits"));
+  }
+  return out;
+}
+
+void conclude(report& r) {
+  std::vector<finding> all;
+  if (!r.backend_ok) {
+    all.push_back(general(severity::critical, "backend_unavailable", r.backend_error));
+  }
+  if (r.backend_ok && r.meta.backend == "sim") {
+    all.push_back(general(severity::info, "simulated",
+                          "the GPUs are simulated (--backend sim): nothing was measured"));
+  }
+  for (const auto& n : r.notices) {
+    // A GPU that fell off the bus before NVML could open it is named only in the notice
+    // (nvmlErrorString(NVML_ERROR_GPU_IS_LOST), "GPU is lost (NVML error 15)").
+    if (n.find("(NVML error 15)") != std::string::npos) {
+      all.push_back(general(severity::critical, "gpu_lost", n,
+                            "drain the node; check the kernel log (dmesg) for Xid errors and "
+                            "reboot"));
+    } else {
+      all.push_back(general(severity::warning, "gpu_skipped", n));
+    }
+  }
+  for (const auto& g : r.gpus) {
+    for (auto& f : measurement_findings(g))
+      all.push_back(std::move(f));
+    const bool lost = g.reading.status == read_status::lost;
+    if (g.health || lost) {
+      for (auto& f : health::health_findings(g.info, g.health.value_or(health_reading{}), lost))
+        all.push_back(std::move(f));
+    }
+  }
+  if (!r.cuda.certain && r.gpus.size() > 1) {
+    all.push_back(general(severity::warning, "cuda_order_uncertain",
+                          "GPUs of different models and CUDA_DEVICE_ORDER is not PCI_BUS_ID: "
+                          "CUDA numbers the fastest GPU first, so CUDA's device numbers may not "
+                          "be nvidia-smi's (or joules')",
+                          "export CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+  }
+  if (r.cuda.visible_indices_ambiguous) {
+    all.push_back(general(severity::warning, "cuda_visible_indices",
+                          "CUDA_VISIBLE_DEVICES names GPUs by number, and CUDA numbers this "
+                          "machine's GPUs differently from NVML: joules and nvidia-smi may take a "
+                          "number for another GPU than CUDA does",
+                          "name the GPUs by UUID in CUDA_VISIBLE_DEVICES (nvidia-smi -L lists "
+                          "them), or export CUDA_DEVICE_ORDER=PCI_BUS_ID"));
+  }
+  for (const auto& n : r.cuda.notes)
+    all.push_back(general(severity::warning, "cuda_visible_entry", n));
+  for (const auto& c : r.components) {
+    if (c.method != energy_method::none) continue;
+    const std::string what = c.kind == device_kind::dram ? "DRAM" : "CPU";
+    // Counters that exist but cannot be read have a fix; absent ones (a VM) are no news.
+    all.push_back(general(c.fix.empty() ? severity::info : severity::warning,
+                          c.kind == device_kind::dram ? "dram_not_measured" : "cpu_not_measured",
+                          fmt::format("{} energy is not measured: {}", what, c.detail), c.fix));
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const finding& a, const finding& b) { return a.level > b.level; });
+  r.exit_status = health::exit_status(all);
+  r.findings = std::move(all);
+}
+
+}  // namespace joules::doctor

@@ -1,0 +1,53 @@
+#pragma once
+// What `joules doctor` found: the NVML library, what can be measured on each GPU, which CUDA
+// device is which GPU, the CPU and DRAM (RAPL), and the findings with their severities.  Filled
+// by doctor_command.cpp (all driver calls on the sampler thread), then concluded and rendered
+// here without touching any hardware, so reports can be unit-tested.
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "doctor/cuda_order.hpp"
+#include "health/findings.hpp"
+
+namespace joules::doctor {
+
+struct gpu_report {
+  device_info info;
+  device_capabilities caps;
+  std::optional<health_reading> health;
+  device_reading reading;              // one reading of energy and power, taken by doctor
+  std::optional<unsigned> cuda_index;  // within this job's CUDA_VISIBLE_DEVICES, when visible
+};
+
+struct report {
+  std::string hostname;
+  std::string time;  // ISO-8601 UTC
+  bool backend_ok = false;
+  std::string backend_error;  // why the backend (NVML) could not be opened
+  backend_meta meta;
+  std::vector<std::string> notices;  // GPUs found but not usable
+  std::string scope;                 // which GPUs were checked, and why
+  std::vector<gpu_report> gpus;
+  cuda_mapping cuda;
+  std::vector<device_info> host_devices;     // CPU packages and DRAM measured through RAPL
+  std::vector<component_status> components;  // what became of CPU and DRAM, with fixes
+  std::vector<health::finding> findings;     // set by conclude()
+  int exit_status = health::kHealthy;        // set by conclude()
+};
+
+// Findings about what can be measured on one GPU (not its health).
+std::vector<health::finding> measurement_findings(const gpu_report& g);
+
+// Gathers every finding (backend, GPUs' measurement and health, CUDA mapping, CPU and DRAM),
+// most severe first, and the exit status.
+void conclude(report& r);
+
+// For people: sections, then the findings with their fixes, then the status.
+std::string render_text(const report& r, bool color);
+// For machines: one JSON object on one line (docs/monitor-doctor.md).
+std::string render_json(const report& r);
+
+}  // namespace joules::doctor

@@ -1,0 +1,63 @@
+#pragma once
+// What an exporter exports, apart from how it is sent: families registered once on an
+// exposition, refilled at every collection from state other threads publish (the sampler's
+// snapshots, a run's run_metrics).  The Prometheus endpoint and the OTLP exporter each build
+// their own source on their own exposition, on their own thread; only the base labels differ
+// (Prometheus puts hostname, run_id and the user's labels on every series; OTLP puts them on
+// the resource).
+//
+//   node source (joules serve):   gpu_metrics + self_metrics  (+ CPU/DRAM once RAPL exists)
+//   run source (run|wrap):        run_families + self_metrics
+//
+// Thread-safety: a factory may be called from any thread; a source is used by one thread.
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "export/exposition.hpp"
+#include "export/run_metrics.hpp"
+#include "export/self_metrics.hpp"
+#include "sampler/sampler.hpp"
+
+namespace joules::exporter {
+
+class metric_source {
+ public:
+  virtual ~metric_source() = default;
+  // Refills the families (the exposition has been cleared) from the latest published state.
+  virtual void fill(mono_time now, const serving_stats& stats) = 0;
+};
+
+// Registers a source's families on `e`, with `base` on every series.
+using source_factory =
+    std::function<std::unique_ptr<metric_source>(exposition& e, const label_set& base)>;
+
+// `joules serve`: every sampled GPU.  The sampler must outlive the sources.
+struct node_source_config {
+  const sampler* readings = nullptr;
+  std::vector<device_info> devices;  // the sampled ones, in snapshot order
+  backend_meta meta;
+  bool dcgm_compat = false;
+  double stale_after_s = 5.0;
+};
+source_factory node_source(node_source_config config);
+
+// `joules run|wrap`: the run's GPUs and its live state.  Both must outlive the sources.
+struct run_source_config {
+  const sampler* readings = nullptr;
+  const run_metrics* live = nullptr;
+  std::vector<device_info> devices;
+  backend_meta meta;
+  std::string subcommand;
+  double stale_after_s = 5.0;
+};
+source_factory run_source(run_source_config config);
+
+// Label names joules sets on some series, which a user label may therefore not take (on top of
+// label_policy.hpp's kBuiltinLabelNames): apply_label_policy(user, kExporterLabelNames).
+extern const std::vector<std::string_view> kExporterLabelNames;
+
+}  // namespace joules::exporter

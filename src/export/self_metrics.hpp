@@ -1,0 +1,43 @@
+#pragma once
+// joules' own health, next to what it measures: `joules_up`, the build, how many scrapes it has
+// served and how long the last one took, and how fresh its readings are.
+//
+// Thread-safety: none; one per exposition, used by the thread that owns it.
+
+#include <cstdint>
+#include <optional>
+#include <string_view>
+
+#include "backend/backend.hpp"
+#include "export/exposition.hpp"
+#include "sampler/sampler.hpp"
+
+namespace joules::exporter {
+
+// What the serving side knows about itself at a fill.
+struct serving_stats {
+  std::uint64_t scrapes = 0;                  // including the one being served
+  std::optional<double> last_scrape_seconds;  // the previous scrape's fill and serialisation
+};
+
+class self_metrics {
+ public:
+  // `stale_after_s`: a snapshot older than this makes joules_up 0 (the sampler is stuck).
+  self_metrics(exposition& e, const label_set& base, const backend_meta& meta,
+               double stale_after_s);
+
+  void fill(const sampler_snapshot* snap, mono_time now, const serving_stats& stats);
+
+ private:
+  label_set base_;
+  label_set build_;
+  double stale_after_s_;
+  metric_family* up_;
+  metric_family* build_info_;
+  metric_family* scrapes_;
+  metric_family* scrape_duration_;
+  metric_family* ticks_;
+  metric_family* age_;
+};
+
+}  // namespace joules::exporter

@@ -1,0 +1,71 @@
+#pragma once
+// What `joules monitor` shows, and the three ways it shows it: the full-screen view (a terminal),
+// one plain line per device per interval (a pipe, like `nvidia-smi dmon`), and JSONL samples
+// (--json).  Pure: the model is filled from sampler snapshots by monitor_command.cpp and
+// rendered here into strings, so the screen can be unit-tested without a terminal.
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backend/backend.hpp"
+#include "monitor/power_history.hpp"
+#include "sampler/sampler.hpp"
+
+namespace joules::monitor {
+
+struct process_row {
+  unsigned gpu = 0;  // NVML index of the GPU it runs on
+  unsigned pid = 0;
+  std::string user;     // empty: unknown (another pid namespace, or gone)
+  std::string command;  // empty: unknown
+  std::optional<std::uint64_t> memory_bytes;
+  bool graphics = false;
+};
+
+struct device_view {
+  device_info info;
+  sampler_snapshot::device now;            // power, energy since start, health, lost
+  const power_history* history = nullptr;  // GPUs only
+};
+
+struct screen_model {
+  std::string host;
+  std::string source;  // "nvml, driver 570.86.15" / "sim: ..." (simulated)
+  std::string clock;   // local wall-clock time, "12:04:05"
+  double now_s = 0.0;  // monotonic seconds: the right edge of the sparklines
+  double interval_s = 0.5;
+  double elapsed_s = 0.0;  // since the monitor started
+  std::vector<device_view> gpus;
+  std::vector<device_view> host_devices;  // CPU packages and DRAM (RAPL), when measured
+  std::vector<process_row> processes;     // of every GPU shown, by GPU then pid
+  bool processes_known = false;           // some GPU reported its process list
+};
+
+// The full-screen view: at most `height` lines, each at most `width` cells, with ANSI colours
+// when `color`.  Shows one block per GPU, as detailed as the height allows (7 lines, 3 or 1).
+std::vector<std::string> render_screen(const screen_model& m, std::size_t width, std::size_t height,
+                                       bool color);
+
+// Plain mode: the header (starts with '#'), then one line per device per interval.
+std::string plain_header();
+std::string plain_line(std::string_view time, const device_view& d);
+
+// --json: one JSONL sample with every device (schema in docs/monitor-doctor.md).
+std::string json_sample(const screen_model& m, std::string_view iso_time);
+
+// Formatting shared by the views (locale-independent): "-" for unknown.
+std::string watts_text(std::optional<double> w);
+std::string energy_text(std::optional<double> j);
+std::string bytes_text(std::optional<std::uint64_t> b);           // binary units: "61.2 GiB"
+std::string rate_text(std::optional<double> bytes_per_s);         // decimal units: "1.2 GB/s"
+std::string duration_text(double s);                              // "1h02m", "3m05s", "42s"
+std::string throttle_text(const std::optional<clock_events>& e);  // "power cap, idle" / "none"
+
+// Cuts `line` to `width` visible cells (ANSI colour sequences take none), closing any colour.
+std::string fit(std::string_view line, std::size_t width);
+
+}  // namespace joules::monitor

@@ -1,0 +1,268 @@
+"""`joules doctor` against the fake libnvidia-ml.so.1: one scenario per health condition, its
+finding, severity and exit status (0 healthy, 1 warnings, 2 unhealthy), an old driver, no
+driver, and the CUDA-to-NVML mapping."""
+import json
+import shutil
+import time
+
+import pytest
+
+from conftest import ROOT, fake_gpus, joules
+
+NO_RAPL = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}  # the host's RAPL stays out of it
+
+
+def doctor(scenario, *args, variant="full", env=None):
+    e, _ = fake_gpus(scenario, variant)
+    e.update(NO_RAPL)
+    e.update(env or {})
+    return joules("doctor", *args, env=e)
+
+
+def doctor_json(scenario, *args, **kw):
+    r = doctor(scenario, "--json", *args, **kw)
+    lines = r.stdout.splitlines()
+    assert len(lines) == 1, r.stdout + r.stderr
+    return r, json.loads(lines[0])
+
+
+def h100(**health):
+    return {"name": "NVIDIA H100 80GB HBM3", "architecture": "hopper", "latency_us": 20,
+            "health": health}
+
+
+def codes(report, level=None):
+    return [f["code"] for f in report["findings"] if level is None or f["severity"] == level]
+
+
+def test_a_healthy_machine_exits_0_and_says_what_it_can_measure():
+    r, rep = doctor_json({"devices": [h100(), h100()]})
+    assert r.returncode == 0, r.stdout
+    assert rep["type"] == "doctor" and rep["status"] == "healthy" and rep["exit_status"] == 0
+    assert codes(rep, "warning") == [] and codes(rep, "critical") == []
+    assert rep["backend"]["ok"] and rep["backend"]["driver_version"] == "570.86.15"
+    assert rep["backend"]["library_path"].endswith("full/libnvidia-ml.so.1")
+    assert rep["backend"]["symbols_found"] == rep["backend"]["symbols_known"] > 50
+    g = rep["gpus"][0]
+    assert g["energy_counter"] and g["method"] == "counter" and g["power_source"] == "instant"
+    assert g["gpm"] is True and "gpm" in g["health_readings"]
+    assert g["power_limit_control"] is True and g["power_limit_permission"] is True
+    assert g["power_w"] == 100 and g["power_limit_w"] == 700
+    assert g["compute_capability"] == "9.0"
+    for reading in ("utilization", "memory", "temperature", "clocks", "clock_events", "ecc_errors",
+                    "remapped_rows", "pcie_link", "persistence_mode", "processes"):
+        assert reading in g["health_readings"], reading
+
+
+def test_every_nvml_call_is_made_on_one_thread(tmp):
+    calls = tmp / "calls.jsonl"
+    r, rep = doctor_json({"devices": [h100(), h100()]}, env={"FAKE_NVML_CALL_LOG": str(calls)})
+    assert r.returncode == 0
+    log = json.loads(calls.read_text().splitlines()[-1])
+    assert log["device_call_threads"] == 1
+    # Every health reading was asked for, and the power limit was set to what it was.
+    for fn in ("nvmlDeviceGetRemappedRows", "nvmlDeviceGetTotalEccErrors", "nvmlGpmQueryDeviceSupport",
+               "nvmlDeviceSetPowerManagementLimit", "nvmlDeviceGetRunningProcessDetailList"):
+        assert log["calls"].get(fn, 0) >= 2, fn
+
+
+def test_the_text_report_has_every_section_and_fixes():
+    r = doctor({"devices": [h100(ecc_uncorrected=3)]})
+    assert r.returncode == 2
+    out = r.stdout
+    for part in ("NVML", "library", "driver 570.86.15", "GPU 0  NVIDIA H100 80GB HBM3 (hopper)",
+                 "counter yes", "GPM yes", "this user may change it: yes", "CUDA devices",
+                 "cuda:0 = GPU 0", "Findings", "critical  GPU 0: 3 uncorrectable ECC errors",
+                 "fix: drain the node", "Status: unhealthy (exit 2)"):
+        assert part in out, (part, out)
+    assert r.stderr == ""
+
+
+CONDITIONS = [
+    # (device, expected code, severity, exit status)
+    (h100(ecc_uncorrected=2), "ecc_uncorrectable", "critical", 2),
+    (h100(ecc_uncorrected_aggregate=5), "ecc_uncorrectable_lifetime", "warning", 1),
+    ({"architecture": "volta", "name": "Tesla V100-SXM2-32GB", "health": {"retirement_pending": True,
+                                                                       "retired_pages": 3}},
+     "retirement_pending", "critical", 2),
+    ({"architecture": "ampere", "name": "NVIDIA A100-SXM4-80GB", "health": {"remap_pending": True}},
+     "remap_pending", "critical", 2),
+    (h100(remap_failure=True, remapped_rows_uncorrected=4), "remap_failure", "critical", 2),
+    (h100(clocks_event_reasons=0x40), "hw_thermal_slowdown", "critical", 2),
+    (h100(clocks_event_reasons=0x8), "hw_slowdown", "critical", 2),
+    (h100(clocks_event_reasons=0x80), "hw_power_brake", "critical", 2),
+    (h100(clocks_event_reasons=0x20), "sw_thermal_slowdown", "warning", 1),
+    (h100(pcie_width=8), "pcie_width_degraded", "warning", 1),
+    (h100(pcie_generation=3, gpu_util_percent=90), "pcie_generation_degraded", "warning", 1),
+    (h100(persistence_mode=False), "persistence_off", "warning", 1),
+    (dict(h100(), limits={"current_w": 500}), "power_limit_below_default", "warning", 1),
+    (h100(temperature_c=91), "temperature_high", "warning", 1),
+]
+
+
+@pytest.mark.parametrize("device,code,severity,status", CONDITIONS, ids=[c[1] for c in CONDITIONS])
+def test_each_health_condition_gives_its_finding_and_exit_status(device, code, severity, status):
+    r, rep = doctor_json({"devices": [h100(), device]})
+    assert r.returncode == status, rep["findings"]
+    assert rep["exit_status"] == status
+    found = [f for f in rep["findings"] if f["code"] == code]
+    assert len(found) == 1, rep["findings"]
+    f = found[0]
+    assert f["severity"] == severity and f["gpu"] == 1
+    assert f["message"].startswith("GPU 1: ") and f["fix"]
+    # GPU 0 is healthy: nothing is said about it.
+    assert not [f for f in rep["findings"] if f["gpu"] == 0 and f["severity"] != "info"]
+    # The most severe finding comes first.
+    order = {"critical": 0, "warning": 1, "info": 2}
+    assert [order[x["severity"]] for x in rep["findings"]] == sorted(order[x["severity"]]
+                                                                    for x in rep["findings"])
+
+
+def test_information_alone_keeps_the_machine_healthy():
+    idle_link = h100(pcie_generation=1, gpu_util_percent=0, clocks_event_reasons=0x1)
+    r, rep = doctor_json({"devices": [idle_link, h100(ecc_corrected=7, pcie_replay_counter=2)]})
+    assert r.returncode == 0, rep["findings"]
+    assert {"pcie_generation_idle", "ecc_corrected", "pcie_replays"} <= set(codes(rep, "info"))
+
+
+def test_power_limit_without_permission_and_gpus_that_cannot_be_opened():
+    scenario = {"devices": [dict(h100(), limits={"settable": False}),
+                            dict(h100(), permission="no_permission")]}
+    r, rep = doctor_json(scenario)
+    assert r.returncode == 1, rep["findings"]
+    g = rep["gpus"][0]
+    assert g["power_limit_control"] is True and g["power_limit_permission"] is False
+    assert "power_limit_no_permission" in codes(rep, "info")
+    assert "gpu_skipped" in codes(rep, "warning")
+    assert any("no permission" in n for n in rep["notices"])
+
+
+def test_a_gpu_that_fell_off_the_bus_is_unhealthy():
+    scenario = {"devices": [h100(), dict(h100(), faults=[{"at_s": 0, "kind": "lost"}])]}
+    r, rep = doctor_json(scenario)
+    assert r.returncode == 2, rep["findings"]
+    lost = [f for f in rep["findings"] if f["code"] == "gpu_lost"]
+    assert len(lost) == 1 and lost[0]["severity"] == "critical" and "GPU 1" in lost[0]["message"]
+    assert [g["index"] for g in rep["gpus"]] == [0]
+
+
+def test_the_noop_limit_write_leaves_the_limit_as_it_was():
+    scenario = {"devices": [dict(h100(), limits={"current_w": 650})]}
+    for _ in range(2):
+        r, rep = doctor_json(scenario)
+        assert rep["gpus"][0]["power_limit_w"] == 650
+        assert rep["gpus"][0]["power_limit_permission"] is True
+
+
+def test_an_old_driver_missing_most_symbols():
+    r, rep = doctor_json({"devices": [{"latency_us": 20}]}, variant="r390")
+    assert r.returncode == 1, rep["findings"]
+    assert rep["backend"]["driver_version"] == "390.157"
+    assert rep["backend"]["symbols_found"] < rep["backend"]["symbols_known"]
+    g = rep["gpus"][0]
+    assert g["energy_counter"] is False and g["method"] == "polled"
+    assert g["power_source"] == "power_usage" and g["gpm"] is False
+    assert g["architecture"] == "" and g["compute_capability"] is None
+    assert g["mig_enabled"] is None
+    # Field values and the remapper arrived later; what an R390 driver has still works.
+    for absent in ("memory_temperature", "remapped_rows", "pcie_throughput", "gpm"):
+        assert absent not in g["health_readings"]
+    for present in ("utilization", "temperature", "clocks", "clock_events", "ecc_errors",
+                    "pcie_link"):
+        assert present in g["health_readings"]
+    assert codes(rep, "warning") == ["no_energy_counter"]
+    # Its health findings work through the old calls too.
+    r, rep = doctor_json({"devices": [{"health": {"ecc_uncorrected": 1}}]}, variant="r390")
+    assert r.returncode == 2 and "ecc_uncorrectable" in codes(rep, "critical")
+
+
+def test_r470_has_no_gpm_and_no_pcie_counters_but_the_rest():
+    r, rep = doctor_json({"devices": [h100()]}, variant="r470")
+    assert r.returncode == 0, rep["findings"]
+    g = rep["gpus"][0]
+    assert g["gpm"] is False and "gpm_unavailable" in codes(rep, "info")
+    assert "remapped_rows" in g["health_readings"] and "memory_temperature" in g["health_readings"]
+
+
+def test_no_driver_is_unhealthy_with_the_reason():
+    r = joules("doctor", env={"JOULES_NVML_LIBRARY": "/nonexistent/libnvidia-ml.so.1", **NO_RAPL})
+    assert r.returncode == 2
+    assert "cannot load the NVIDIA management library /nonexistent/libnvidia-ml.so.1" in r.stdout
+    assert "Status: unhealthy (exit 2)" in r.stdout
+    r, rep = doctor_json({"init_error": "DRIVER_NOT_LOADED", "devices": [{}]})
+    assert r.returncode == 2
+    assert rep["backend"]["ok"] is False and "nvmlInit failed" in rep["backend"]["error"]
+    assert codes(rep, "critical") == ["backend_unavailable"] and rep["gpus"] == []
+
+
+def test_cuda_to_nvml_mapping():
+    # NVML index 0 is on bus 0x3b and index 1 on bus 0x18: CUDA (by bus id) numbers them 1, 0.
+    scenario = {"devices": [dict(h100(), pci_bus_id="00000000:3B:00.0"),
+                            dict(h100(), pci_bus_id="00000000:18:00.0")]}
+    r, rep = doctor_json(scenario, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID"})
+    assert r.returncode == 0
+    assert [(d["cuda_index"], d["nvml_index"]) for d in rep["cuda"]["devices"]] == [(0, 1), (1, 0)]
+    assert rep["cuda"]["device_order"] == "PCI_BUS_ID" and rep["cuda"]["certain"] is True
+    assert {g["index"]: g["cuda_index"] for g in rep["gpus"]} == {0: 1, 1: 0}
+    # By index, CUDA_VISIBLE_DEVICES=0 is a different GPU for CUDA than for nvidia-smi.
+    r, rep = doctor_json(scenario, env={"CUDA_DEVICE_ORDER": "PCI_BUS_ID",
+                                        "CUDA_VISIBLE_DEVICES": "0"})
+    assert r.returncode == 1 and "cuda_visible_indices" in codes(rep, "warning")
+    assert [(d["cuda_index"], d["nvml_index"]) for d in rep["cuda"]["devices"]] == [(0, 1)]
+    # By UUID there is no doubt.
+    uuid = rep["gpus"][0]["uuid"]
+    r, rep = doctor_json(scenario, env={"CUDA_VISIBLE_DEVICES": uuid})
+    assert r.returncode == 0, rep["findings"]
+    assert rep["cuda"]["visible_devices"] == uuid
+    assert [g["cuda_index"] for g in rep["gpus"]] == [0]
+    # Mixed models with the default (fastest first) order: CUDA's numbering is a guess.
+    mixed = {"devices": [h100(), {"architecture": "ampere", "name": "NVIDIA A100-SXM4-80GB"}]}
+    r, rep = doctor_json(mixed)
+    assert r.returncode == 1 and "cuda_order_uncertain" in codes(rep, "warning")
+    assert rep["cuda"]["certain"] is False
+
+
+def test_gpus_option_and_bad_options():
+    r, rep = doctor_json({"devices": [h100(), h100(persistence_mode=False)]}, "--gpus", "0")
+    assert r.returncode == 0 and [g["index"] for g in rep["gpus"]] == [0]
+    r = doctor({"devices": [h100()]}, "--gpus", "5")
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.splitlines()) == 1
+    assert "--gpus '5'" in r.stderr
+    r = joules("doctor", "--frobnicate")
+    assert r.returncode == 2 and "unknown option '--frobnicate' for joules doctor" in r.stderr
+
+
+def test_rapl_section_shows_what_cpu_and_dram_measurement_needs(tmp):
+    root = tmp / "powercap"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram", root)
+    r, rep = doctor_json({"devices": [h100()]}, env={"JOULES_POWERCAP_ROOT": str(root)})
+    assert r.returncode == 0, rep["findings"]
+    kinds = {c["kind"]: c["method"] for c in rep["components"]}
+    assert kinds == {"cpu": "counter", "dram": "counter"}
+    r = doctor({"devices": [h100()]}, env={"JOULES_POWERCAP_ROOT": str(root)})
+    assert "CPU and DRAM (RAPL)" in r.stdout
+
+
+def test_sim_backend_and_help():
+    r = joules("doctor", "--backend", "sim", "--sim-gpus", "2", "--json", env=NO_RAPL)
+    rep = json.loads(r.stdout)
+    assert r.returncode == 0 and "simulated" in codes(rep, "info")
+    assert [g["method"] for g in rep["gpus"]] == ["simulated", "simulated"]
+    h = joules("doctor", "--help")
+    assert h.returncode == 0
+    for part in ("Exit status: 0 healthy, 1 warnings, 2 unhealthy", "--json", "--gpus LIST",
+                 "--backend NAME", "CUDA_DEVICE_ORDER", "a no-op"):
+        assert part in h.stdout, part
+
+
+def test_doctor_is_quick_with_eight_gpus():
+    # The issue's goal is 200 ms; the bound here leaves room for a loaded, sanitised test box.
+    scenario = {"devices": [h100() for _ in range(8)]}
+    e, _ = fake_gpus(scenario)
+    e.update(NO_RAPL)
+    t0 = time.monotonic()
+    r = joules("doctor", "--json", env=e)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 0, r.stdout
+    assert len(json.loads(r.stdout)["gpus"]) == 8
+    assert elapsed < 2.0, elapsed

@@ -1,0 +1,231 @@
+"""`joules serve`, black-box: a node exporter over the fake NVML (and the sim backend), scraped
+by the test as Prometheus would."""
+import json
+import shutil
+import signal
+import socket
+import subprocess
+import threading
+import time
+
+import pytest
+
+from conftest import SANITIZED, fake_gpus, joules, truth_j
+from exporter_util import names, one, parse, serve, series
+
+PROMTOOL = shutil.which("promtool")
+SLOW = 3.0 if SANITIZED else 1.0
+
+
+def h100(power, **extra):
+    d = {"name": "NVIDIA H100 80GB HBM3", "architecture": "hopper", "latency_us": 20,
+         "power": power}
+    d.update(extra)
+    return d
+
+
+HEALTH = {"gpu_util_percent": 77, "memory_util_percent": 31, "temperature_c": 61,
+          "memory_temperature_c": 70, "clocks_mhz": {"sm": 1500, "memory": 2619},
+          "clocks_event_reasons": 4 | 64,  # SwPowerCap | HwThermalSlowdown (nvml.md §1.6)
+          "memory_used_bytes": 2147483648, "remapped_rows_corrected": 3,
+          "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5}
+
+
+@pytest.fixture
+def procs():
+    started = []
+    yield started
+    for p in started:
+        p.kill()
+
+
+def test_every_gpu_reading_with_its_labels_in_si_units(procs):
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}, health=HEALTH),
+                            h100({"type": "constant", "watts": 200})]}
+    env, _ = fake_gpus(scenario)
+    p = serve("--hostname", "node-a", "--label", "cluster=west", "--label", "gpu=mine",
+              "--interval", "100", env=env)
+    procs.append(p)
+    time.sleep(1.3)  # a health reading has been taken
+    m = parse(p.scrape())
+    gpu0 = {"gpu": "0", "uuid": "GPU-00000000-0000-4000-8000-000000000000",
+            "model": "NVIDIA H100 80GB HBM3", "hostname": "node-a", "cluster": "west",
+            "label_gpu": "mine"}
+    assert one(m, "joules_gpu_power_watts", **gpu0) == 300
+    assert one(m, "joules_gpu_power_watts", gpu="1") == 200
+    assert one(m, "joules_gpu_utilization_ratio", **gpu0) == 0.77
+    assert one(m, "joules_gpu_memory_utilization_ratio", **gpu0) == 0.31
+    assert one(m, "joules_gpu_temperature_celsius", **gpu0) == 61
+    assert one(m, "joules_gpu_memory_temperature_celsius", **gpu0) == 70
+    assert one(m, "joules_gpu_sm_clock_hertz", **gpu0) == 1.5e9
+    assert one(m, "joules_gpu_memory_used_bytes", **gpu0) == 2147483648
+    assert one(m, "joules_gpu_throttle_reason_active", reason="power_cap", **gpu0) == 1
+    assert one(m, "joules_gpu_throttle_reason_active", reason="hw_thermal", **gpu0) == 1
+    assert one(m, "joules_gpu_throttle_reason_active", reason="sw_thermal", **gpu0) == 0
+    assert one(m, "joules_gpu_remapped_rows_total", type="correctable", **gpu0) == 3
+    assert one(m, "joules_gpu_pcie_replays_total", **gpu0) == 5
+    assert one(m, "joules_gpu_pcie_link_generation", **gpu0) == 5
+    assert one(m, "joules_gpu_sm_active_ratio", **gpu0) == 0.425
+    assert one(m, "joules_gpu_tensor_active_ratio", **gpu0) == 0.125
+    assert one(m, "joules_gpu_power_limit_watts", **gpu0) == 700
+    assert one(m, "joules_gpu_lost", **gpu0) == 0
+    info = series(m, "joules_gpu_info", gpu="0")[0][0]
+    assert info["pci_bus_id"] == "00000000:18:00.0" and info["driver_version"] == "570.86.15"
+    assert one(m, "joules_up", hostname="node-a") == 1
+    assert one(m, "joules_scrapes_total", hostname="node-a") == 1
+    assert series(m, "joules_build_info")[0][0]["backend"] == "nvml"
+    assert not any(n.startswith("DCGM_") for n in names(p.scrape()))
+    assert one(parse(p.scrape()), "joules_scrapes_total", hostname="node-a") == 3
+    assert one(parse(p.scrape()), "joules_scrape_duration_seconds", hostname="node-a") < 0.05
+    rc, _, err = p.stop(signal.SIGTERM)
+    assert rc == 0, err
+    assert "label 'gpu' is exposed as 'label_gpu'" in err
+
+
+def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 312.5}, health=HEALTH)]})
+    p = serve("--dcgm-compat", "--hostname", "node-a", env=env)
+    procs.append(p)
+    time.sleep(1.2)
+    m = parse(p.scrape())
+    labels = {"gpu": "0", "UUID": "GPU-00000000-0000-4000-8000-000000000000",
+              "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
+              "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-a",
+              "DCGM_FI_DRIVER_VERSION": "570.86.15"}
+    assert one(m, "DCGM_FI_DEV_POWER_USAGE", **labels) == 312.5
+    assert one(m, "DCGM_FI_DEV_GPU_UTIL", **labels) == 77
+    assert one(m, "DCGM_FI_DEV_GPU_TEMP", **labels) == 61
+    assert one(m, "DCGM_FI_DEV_SM_CLOCK", **labels) == 1500
+    assert one(m, "DCGM_FI_DEV_FB_USED", **labels) == 2048
+    assert one(m, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", **labels) == 3
+    counter_mj = one(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **labels)
+    assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
+    assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
+
+
+def test_energy_counter_advances_at_the_scenarios_power(procs):
+    scenario = {"devices": [h100({"type": "steps", "points": [[0, 150], [13, 450]]},
+                                 energy_counter={"update_ms": 20, "phase_ms": 3})]}
+    env, epoch = fake_gpus(scenario)
+
+    def reading():
+        t = time.monotonic()
+        m = parse(p.scrape())
+        # The instant of the readings behind this scrape.
+        return (t - one(m, "joules_reading_age_seconds"),
+                one(m, "joules_gpu_energy_joules_total", gpu="0"))
+
+    p = serve("--interval", "50", env=env)
+    procs.append(p)
+    time.sleep(0.5)
+    t0, e0 = reading()
+    time.sleep(3.0)
+    t1, e1 = reading()
+    truth = truth_j(scenario, 0, epoch, t0, t1)
+    assert e1 - e0 == pytest.approx(truth, rel=0.02), (e1 - e0, truth)
+
+
+def test_only_the_sampler_thread_calls_nvml_under_concurrent_scrapes(procs, tmp):
+    log = tmp / "calls.jsonl"
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 250}) for _ in range(8)]})
+    env["FAKE_NVML_CALL_LOG"] = str(log)
+    p = serve("--interval", "50", env=env)
+    procs.append(p)
+    errors = []
+
+    def scraper():
+        try:
+            for _ in range(20):
+                assert len(series(parse(p.scrape()), "joules_gpu_power_watts")) == 8
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=scraper) for _ in range(16)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[:3]
+    rc, _, err = p.stop(signal.SIGINT)
+    assert rc == 0, err
+    record = json.loads(log.read_text().splitlines()[-1])
+    assert record["device_call_threads"] == 1, record
+
+
+def test_sigterm_and_sigint_end_it_cleanly_and_close_the_port(procs):
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        p = serve("--backend", "sim", "--sim-gpus", "2")
+        procs.append(p)
+        p.scrape()
+        host, port = p.address.rsplit(":", 1)
+        t0 = time.monotonic()
+        rc, out, err = p.stop(sig, timeout=10)
+        assert rc == 0, err
+        assert time.monotonic() - t0 < 2.0 * SLOW
+        assert out == ""  # nothing on stdout, ever
+        with pytest.raises(OSError):
+            socket.create_connection((host, int(port)), timeout=2).close()
+
+
+def test_a_lost_gpu_is_reported_and_joules_up_drops(procs):
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 300},
+                                 faults=[{"at_s": 0, "kind": "lost"}])]}
+    env, _ = fake_gpus(scenario, epoch_before_s=-1.0)  # the fault strikes a second in
+    p = serve("--interval", "100", env=env)
+    procs.append(p)
+    time.sleep(2.0)
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_lost", gpu="1") == 1
+    assert one(m, "joules_gpu_lost", gpu="0") == 0
+    assert series(m, "joules_gpu_power_watts", gpu="1") == []
+    assert one(m, "joules_up") == 0
+
+
+@pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (scripts/install-deps test)")
+def test_real_output_passes_promtool(procs):
+    p = serve("--backend", "sim", "--sim-gpus", "8", "--label", "cluster=a")
+    procs.append(p)
+    time.sleep(1.2)
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=p.scrape().encode(),
+                       capture_output=True, timeout=60)
+    assert (r.returncode, r.stdout + r.stderr) == (0, b"")
+    p2 = serve("--backend", "sim", "--sim-gpus", "2", "--dcgm-compat")
+    procs.append(p2)
+    time.sleep(1.2)
+    r = subprocess.run([PROMTOOL, "check", "metrics"], input=p2.scrape().encode(),
+                       capture_output=True, timeout=60)
+    # dcgm-exporter's own names break promtool's lint rules (camelCase labels, a counter without
+    # _total) but parse; joules' names raise nothing.
+    assert r.returncode == 3, r
+    for line in (r.stdout + r.stderr).decode().splitlines():
+        assert line.startswith("DCGM_"), line
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--listen", "nowhere"], "--listen 'nowhere'"),
+    (["--listen", ":9400"], "--listen ':9400'"),
+    (["--interval", "5"], "--interval '5'"),
+    (["--sim-gpus", "2"], "--sim-gpus applies only with --backend sim"),
+    (["--label", "novalue"], "--label 'novalue'"),
+    (["extra"], "extra"),
+])
+def test_bad_options_exit_2_with_one_line(args, message):
+    r = joules("serve", "--backend", "sim", *args) if "--sim-gpus" not in args else \
+        joules("serve", *args)
+    assert r.returncode == 2, r.stderr
+    assert message in r.stderr
+    assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_a_port_in_use_is_an_error_not_a_hang():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    s.listen()
+    try:
+        r = joules("serve", "--backend", "sim", "--listen", f"127.0.0.1:{s.getsockname()[1]}",
+                   timeout=20)
+    finally:
+        s.close()
+    assert r.returncode != 0
+    assert "joules: error:" in r.stderr and "in use" in r.stderr.lower()

@@ -1,0 +1,175 @@
+#include "export/gpu_metrics.hpp"
+
+#include <gtest/gtest.h>
+
+#include "export/self_metrics.hpp"
+
+namespace joules::exporter {
+namespace {
+
+device_info h100(unsigned index) {
+  device_info d;
+  d.index = index;
+  d.uuid = "GPU-" + std::to_string(index);
+  d.pci_bus_id = "00000000:1" + std::to_string(index) + ":00.0";
+  d.name = "NVIDIA H100 80GB HBM3";
+  d.architecture = "hopper";
+  d.has_energy_counter = true;
+  d.power_limit = watts{700};
+  return d;
+}
+
+health_reading health() {
+  health_reading h;
+  h.gpu_util_percent = 93;
+  h.memory_total_bytes = 85520809984ULL;
+  h.memory_used_bytes = 1073741824ULL;
+  h.memory_reserved_bytes = 536870912ULL;
+  h.temperature_c = 64;
+  h.sm_clock_mhz = 1980;
+  h.throttle = clock_events::decode(0);
+  h.throttle->sw_power_cap = true;
+  h.remapped_rows_corrected = 2;
+  h.remapped_rows_uncorrected = 0;
+  h.ecc_uncorrected_volatile = 1;
+  h.pcie_generation = 5;
+  h.tensor_activity_percent = 61.5;
+  return h;
+}
+
+bool has(const std::string& text, std::string_view line) {
+  return text.find(line) != std::string::npos;
+}
+
+TEST(GpuMetrics, ReadingsInSiUnitsWithTheGpusLabels) {
+  exposition e;
+  backend_meta meta;
+  meta.driver_version = "570.86.15";
+  gpu_metrics m(e, {h100(0), h100(1)}, label_set{{"hostname", "node-1"}, {"cluster", "a"}}, meta,
+                false);
+  sampler_snapshot snap;
+  snap.devices.resize(2);
+  snap.devices[0].power_w = 312.5;
+  snap.devices[0].energy_j = 1234.5;
+  snap.devices[0].counter_mj = 9000000;
+  snap.devices[0].health = health();
+  snap.devices[1].lost = true;
+  snap.devices[1].power_w = 100.0;
+  m.fill(snap);
+  const std::string t = e.text();
+  const std::string g0 =
+      R"({gpu="0",uuid="GPU-0",model="NVIDIA H100 80GB HBM3",hostname="node-1",cluster="a"})";
+  for (const std::string& line :
+       {"joules_gpu_power_watts" + g0 + " 312.5\n",
+        "joules_gpu_energy_joules_total" + g0 + " 1234.5\n",
+        "joules_gpu_power_limit_watts" + g0 + " 700\n",
+        "joules_gpu_utilization_ratio" + g0 + " 0.93\n",
+        "joules_gpu_memory_free_bytes" + g0 + " 83910197248\n",
+        "joules_gpu_temperature_celsius" + g0 + " 64\n",
+        "joules_gpu_sm_clock_hertz" + g0 + " 1980000000\n",
+        "joules_gpu_tensor_active_ratio" + g0 + " 0.615\n", "joules_gpu_lost" + g0 + " 0\n"}) {
+    EXPECT_TRUE(has(t, line)) << line << t;
+  }
+  const std::string base =
+      R"(gpu="0",uuid="GPU-0",model="NVIDIA H100 80GB HBM3",hostname="node-1",cluster="a")";
+  EXPECT_TRUE(has(t, "joules_gpu_throttle_reason_active{" + base + ",reason=\"power_cap\"} 1\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_throttle_reason_active{" + base + ",reason=\"hw_thermal\"} 0\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_remapped_rows_total{" + base + ",type=\"correctable\"} 2\n"));
+  EXPECT_TRUE(has(
+      t, "joules_gpu_ecc_errors_total{" + base + ",type=\"uncorrected\",scope=\"volatile\"} 1\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_info{" + base +
+                         ",pci_bus_id=\"00000000:10:00.0\",architecture=\"hopper\","
+                         "driver_version=\"570.86.15\"} 1\n"));
+  // Unknown is not zero: no fan reading, no fan series; ECC aggregate unknown, left out.
+  EXPECT_FALSE(has(t, "joules_gpu_fan_speed_ratio"));
+  EXPECT_FALSE(has(t, "scope=\"aggregate\""));
+  // A lost GPU says so and shows no stale readings.
+  EXPECT_TRUE(has(t, R"(joules_gpu_lost{gpu="1",uuid="GPU-1")"));
+  EXPECT_FALSE(has(t, R"(joules_gpu_power_watts{gpu="1")"));
+  EXPECT_FALSE(has(t, "DCGM_"));
+}
+
+TEST(GpuMetrics, DcgmCompatUsesDcgmExportersNamesLabelsAndUnits) {
+  exposition e;
+  backend_meta meta;
+  meta.driver_version = "570.86.15";
+  gpu_metrics m(e, {h100(3)}, label_set{{"hostname", "node-1"}}, meta, true);
+  sampler_snapshot snap;
+  snap.devices.resize(1);
+  snap.devices[0].power_w = 312.5;
+  snap.devices[0].counter_mj = 9000000;
+  snap.devices[0].health = health();
+  m.fill(snap);
+  const std::string t = e.text();
+  const std::string l =
+      R"({gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_POWER_USAGE" + l + " 312.5\n")) << t;
+  EXPECT_TRUE(has(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" + l + " 9000000\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_GPU_UTIL" + l + " 93\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_FB_USED" + l + " 1024\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_FB_FREE" + l + " 80023\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_SM_CLOCK" + l + " 1980\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" + l + " 0.615\n"));
+}
+
+TEST(GpuMetrics, CpuAndDramFromRaplGetTheirOwnNames) {
+  exposition e;
+  device_info cpu;
+  cpu.kind = device_kind::cpu;
+  cpu.uuid = "intel-rapl:0";
+  cpu.name = "package-0";
+  cpu.has_energy_counter = true;
+  device_info dram = cpu;
+  dram.kind = device_kind::dram;
+  dram.uuid = "intel-rapl:0:0";
+  dram.name = "dram";
+  gpu_metrics m(e, {h100(0), cpu, dram}, label_set{{"hostname", "n"}}, backend_meta{}, false);
+  sampler_snapshot snap;
+  snap.devices.resize(3);
+  snap.devices[0].power_w = 300;
+  snap.devices[1].power_w = 95.5;
+  snap.devices[1].energy_j = 10;
+  snap.devices[2].energy_j = 4;
+  m.fill(snap);
+  const std::string t = e.text();
+  EXPECT_TRUE(has(
+      t, R"(joules_cpu_power_watts{domain="intel-rapl:0",model="package-0",hostname="n"} 95.5)"))
+      << t;
+  EXPECT_TRUE(has(
+      t,
+      R"(joules_cpu_energy_joules_total{domain="intel-rapl:0",model="package-0",hostname="n"} 10)"));
+  EXPECT_TRUE(has(
+      t,
+      R"(joules_dram_energy_joules_total{domain="intel-rapl:0:0",model="dram",hostname="n"} 4)"));
+  EXPECT_FALSE(has(t, R"(joules_gpu_power_watts{domain)"));
+  EXPECT_FALSE(has(t, R"(joules_gpu_lost{domain)"));
+}
+
+TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
+  const mono_time t0 = mono_time{} + std::chrono::seconds(100);
+  auto text = [&](const sampler_snapshot* snap, mono_time now) {
+    exposition e;
+    self_metrics m(e, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
+    m.fill(snap, now, serving_stats{3, 0.0012});
+    return e.text();
+  };
+  sampler_snapshot snap;
+  snap.taken = t0;
+  snap.ticks = 17;
+  snap.devices.resize(2);
+  std::string t = text(&snap, t0 + std::chrono::seconds(1));
+  EXPECT_TRUE(has(t, "joules_up{hostname=\"n\"} 1\n")) << t;
+  EXPECT_TRUE(has(t, "joules_scrapes_total{hostname=\"n\"} 3\n"));
+  EXPECT_TRUE(has(t, "joules_scrape_duration_seconds{hostname=\"n\"} 0.0012\n"));
+  EXPECT_TRUE(has(t, "joules_sampler_ticks_total{hostname=\"n\"} 17\n"));
+  EXPECT_TRUE(has(t, "joules_reading_age_seconds{hostname=\"n\"} 1\n"));
+  EXPECT_TRUE(has(t, "joules_build_info{hostname=\"n\",version=\"" JOULES_VERSION "\""));
+  EXPECT_TRUE(has(text(&snap, t0 + std::chrono::seconds(6)), "joules_up{hostname=\"n\"} 0\n"));
+  EXPECT_TRUE(has(text(nullptr, t0), "joules_up{hostname=\"n\"} 0\n"));
+  snap.devices[1].lost = true;
+  EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
+}
+
+}  // namespace
+}  // namespace joules::exporter
