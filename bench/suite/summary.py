@@ -22,6 +22,23 @@ def _cells(values: dict, fmt, lower_is_better=True, cannot: dict | None = None):
     return row
 
 
+def _energy_cells(k: dict) -> list[str]:
+    """Errors below the setup's resolution are shown as such, and not divided."""
+    res = max((k[t].get("resolution_percent") or 0) for t in TOOLS)
+    j = k["joules"]["abs_error_percent"]["median"]
+    row = []
+    for t in TOOLS:
+        v = k[t]["abs_error_percent"]["median"] if k[t]["abs_error_percent"]["n"] else None
+        if v is None:
+            row.append("cannot")
+            continue
+        cell = f"< {fmt_pct(res)} (exact here)" if v < res else fmt_pct(v)
+        if t != "joules" and j is not None and v >= res:
+            cell += f" ({'> ' + fmt_ratio(v / res) if j < res else fmt_ratio(v / j)})"
+        row.append(cell)
+    return row
+
+
 def rows(figs: dict) -> list[list[str]]:
     out = []
     f = figs.get("startup")
@@ -43,8 +60,7 @@ def rows(figs: dict) -> list[list[str]]:
                             ("polled", "total-energy error, no counter (|median|)")):
             k = f["kinds"].get(kind)
             if k:
-                out.append([label] + _cells({t: k[t]["abs_error_percent"]["median"] for t in TOOLS
-                                             if k[t]["abs_error_percent"]["n"]}, fmt_pct))
+                out.append([label] + _energy_cells(k))
     f = figs.get("step_accuracy")
     if f and "error" not in f:
         for c in f["configs"]:

@@ -58,9 +58,8 @@ device_health parse_health(const nlohmann::json& health, const std::string& path
   h.ecc_enabled = f.boolean("ecc_enabled", h.ecc_enabled);
   h.ecc_corrected = f.unsigned_integer("ecc_corrected", h.ecc_corrected);
   h.ecc_uncorrected = f.unsigned_integer("ecc_uncorrected", h.ecc_uncorrected);
-  h.ecc_corrected_aggregate =
-      std::max(h.ecc_corrected,
-               f.unsigned_integer("ecc_corrected_aggregate", h.ecc_corrected_aggregate));
+  h.ecc_corrected_aggregate = std::max(
+      h.ecc_corrected, f.unsigned_integer("ecc_corrected_aggregate", h.ecc_corrected_aggregate));
   h.ecc_uncorrected_aggregate =
       std::max(h.ecc_uncorrected,
                f.unsigned_integer("ecc_uncorrected_aggregate", h.ecc_uncorrected_aggregate));
