@@ -102,16 +102,33 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
       queued_.push_back(*pending_);
     }
     // A continuous counter held its previous value up to the last read that showed it.
-    if (continuous_ && lo != kNoTime && !anchors_.empty() && lo > anchors_.back().t) {
+    if (model_ == model_kind::continuous && lo != kNoTime && !anchors_.empty() &&
+        lo > anchors_.back().t) {
       push_anchor(energy_anchor{lo, last_energy_j_, true, lo, lo});
     }
     pending_ = pending_value{lo, t, energy};
+    value_seen_t_ = t;
     if (!in_burst_) place_pending();
   }
+  if (!changed) hold_flat(t);
   last_raw_ = raw_uj;
   last_read_t_ = t;
   last_energy_j_ = energy;
   return reset;
+}
+
+void counter_track::hold_flat(double t) {
+  // A stepped counter whose value has not changed for longer than an update period went
+  // through an update that left it unchanged: (to its millijoule) no energy was used between
+  // the update that set the value and that one, as on an idle or power-gated GPU.  Without this
+  // anchor the energy past the last change would be extrapolated at the rate of the last changes,
+  // as if the GPU were still busy.  Only the period is trusted, not the predicted phase, which
+  // drifts between bursts: the unchanged update lies within a period of t, so the energy is known
+  // flat up to a period (and a tolerance) before t.
+  if (in_burst_ || pending_ || anchors_.empty() || model_ != model_kind::periodic) return;
+  const double flat_until = t - (1.0 + kPeriodTolerance) * period_;
+  if (flat_until <= value_seen_t_ || flat_until <= anchors_.back().t) return;
+  push_anchor(energy_anchor{flat_until, last_energy_j_, true, flat_until, flat_until});
 }
 
 void counter_track::begin_burst() {
@@ -247,8 +264,8 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
     return first.energy_j - *rate_w * (first.t - t);
   }
   // A continuous counter's energy is known, flat, up to the last read that showed its value.
-  if (continuous_ && t > last.t && t <= last_read_t_) return last_energy_j_;
-  if (continuous_ && t > last.t) {
+  if (model_ == model_kind::continuous && t > last.t && t <= last_read_t_) return last_energy_j_;
+  if (model_ == model_kind::continuous && t > last.t) {
     if (!rate_w) return std::nullopt;
     // Beyond the last read: the run's average rate, not the last step's (a jump of the
     // counter between two reads is not a rate).
@@ -267,7 +284,8 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
 }
 
 bool counter_track::covers(double t) const {
-  if (continuous_ && has_last_ && !anchors_.empty() && last_read_t_ >= t) return true;
+  if (model_ == model_kind::continuous && has_last_ && !anchors_.empty() && last_read_t_ >= t)
+    return true;
   return !anchors_.empty() && anchors_.back().t >= t;
 }
 

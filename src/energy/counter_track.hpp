@@ -91,6 +91,8 @@ class counter_track {
   };
 
   void place_pending();
+  // A read that shows the value unchanged: the energy may be known flat up to some instant.
+  void hold_flat(double t);
   // Where a value seen first at `hi` (and not yet at `lo`) was produced, given the model.
   double place(double lo, double hi, bool& pinned) const;
   // Re-places anchors that were placed by prediction, after the model improved.
@@ -118,6 +120,7 @@ class counter_track {
   bool has_last_ = false;
   std::uint64_t last_raw_ = 0;  // µJ
   double last_read_t_ = 0.0;
+  double value_seen_t_ = 0.0;     // the first read that showed the current value
   std::uint64_t base_uj_ = 0;     // the raw value that counts as 0 (the first read)
   std::int64_t wrapped_uj_ = 0;   // modulus x wraps
   std::uint64_t modulus_uj_ = 0;  // 0: the counter does not wrap

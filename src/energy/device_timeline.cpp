@@ -55,6 +55,9 @@ std::optional<double> device_timeline::energy_at(double t, bool final) const {
   if (!use_counter_) return power_.energy_at(t, extrapolate);
   if (!counter_stopped_at_ || t <= *counter_stopped_at_) {
     if (auto shaped = shaped_by_power(t)) return shaped;
+    if (extrapolate) {
+      if (auto beyond = beyond_last_anchor(t)) return beyond;
+    }
     std::optional<double> fallback;
     if (extrapolate) fallback = rate.value_or(0.0);
     return counter_.energy_at(t, fallback);
@@ -97,6 +100,23 @@ std::optional<double> device_timeline::shaped_by_power(double t) const {
     }
   }
   return std::clamp(e, a.energy_j, z.energy_j);
+}
+
+std::optional<double> device_timeline::beyond_last_anchor(double t) const {
+  // Past the counter's last update (a run that ended before the counter advanced again, a GPU
+  // lost or a counter that stopped): the power readings since that update say what was used, an
+  // idle GPU's 0 W included.  The slope of the last two updates would assume the GPU stayed as
+  // busy as it was.
+  const auto& anchors = counter_.anchors();
+  if (anchors.empty() || power_.empty() || t <= anchors.back().t) return std::nullopt;
+  if (counter_.model() == counter_track::model_kind::continuous && t <= counter_.last_read_t()) {
+    return std::nullopt;  // the counter itself says: flat up to its last read
+  }
+  const energy_anchor& last = anchors.back();
+  const auto p_last = power_.energy_at(last.t, true);
+  const auto p_t = power_.energy_at(t, true);
+  if (!p_last || !p_t) return std::nullopt;
+  return last.energy_j + std::max(0.0, calibration() * (*p_t - *p_last));
 }
 
 void device_timeline::calibrate() {

@@ -52,6 +52,7 @@ class device_timeline {
   static constexpr double kCalibrationMinJ = 20.0;
 
   std::optional<double> shaped_by_power(double t) const;
+  std::optional<double> beyond_last_anchor(double t) const;
   void calibrate();
   double calibration() const;
 

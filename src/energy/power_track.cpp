@@ -40,13 +40,14 @@ std::optional<double> power_track::energy_at(double t, bool extrapolate) const {
 double power_track::max_gap(double t0, double t1) const {
   constexpr double kNone = std::numeric_limits<double>::infinity();
   if (samples_.empty() || samples_.front().t > t0 || samples_.back().t < t1) return kNone;
-  auto it = std::upper_bound(samples_.begin(), samples_.end(), t0,
-                             [](double x, const sample& s) { return x < s.t; });
-  if (it != samples_.begin()) --it;
-  double gap = 0.0;
+  // The first sample at or after t0: the stretch from t0 to it is interpolated from the sample
+  // before t0, however old that one is, but only over that stretch.
+  auto it = std::lower_bound(samples_.begin(), samples_.end(), t0,
+                             [](const sample& s, double x) { return s.t < x; });
+  double gap = it->t - t0;
   for (; it + 1 != samples_.end() && it->t < t1; ++it)
-    gap = std::max(gap, (it + 1)->t - it->t);
-  return gap;
+    gap = std::max(gap, std::min((it + 1)->t, t1) - it->t);
+  return std::min(gap, t1 - t0);
 }
 
 void power_track::trim_before(double t) {

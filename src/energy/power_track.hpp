@@ -26,8 +26,10 @@ class power_track {
   bool covers(double t) const { return !samples_.empty() && samples_.back().t >= t; }
   void trim_before(double t);
 
-  // The longest time between two consecutive samples that bracket [t0, t1]; infinity when the
-  // samples do not reach both ends.
+  // The longest stretch of [t0, t1] without a sample (from t0 to the first sample, between
+  // samples, from the last sample to t1): the integral over [t0, t1] is exact to within that
+  // stretch times the change of power across it.  Infinity when the samples do not reach both
+  // ends.
   double max_gap(double t0, double t1) const;
 
   bool empty() const { return samples_.empty(); }

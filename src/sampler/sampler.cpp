@@ -184,7 +184,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   return counters;
 }
 
-void sampler::start_burst(std::stop_token& stop) {
+void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which) {
   std::vector<std::size_t> reads(devices_.size(), 0);
   std::vector<std::size_t> changes(devices_.size(), 0);
   std::vector<double> previous(devices_.size(), 0.0);
@@ -195,7 +195,7 @@ void sampler::start_burst(std::stop_token& stop) {
       const device_timeline& tl = accounting_->timeline(k);
       const device_info& info = backend_->devices()[devices_[k]];
       // A continuous counter (RAPL) has nothing to show: it advances at every read.
-      counts[k] = info.has_energy_counter && !info.counter_continuous && !tl.lost();
+      counts[k] = which[k] && info.has_energy_counter && !info.counter_continuous && !tl.lost();
       previous[k] = tl.counter().last_energy_j();
     }
   }
@@ -221,8 +221,41 @@ void sampler::start_burst(std::stop_token& stop) {
   edge_requested_.store(false);
   std::lock_guard lock(mu_);
   if (abandoned_) return;
-  for (std::size_t k = 0; k < devices_.size(); ++k)
-    accounting_->timeline(k).end_burst();
+  for (std::size_t k = 0; k < devices_.size(); ++k) {
+    if (which[k]) accounting_->timeline(k).end_burst();
+  }
+}
+
+void sampler::learn_when_moving(std::stop_token& stop,
+                                const std::vector<std::pair<std::uint64_t, double>>& now) {
+  // A GPU idle through the start burst (its counter did not move) has not shown how its counter
+  // advances; boundaries on it could then only be placed to within an update period.  When its
+  // counter starts moving, read it densely once more, at most every kLearnAgain.
+  constexpr auto kLearnAgain = std::chrono::seconds(10);
+  const mono_time t = steady::now();
+  std::vector<bool> which(devices_.size(), false);
+  bool any = false;
+  {
+    std::lock_guard lock(mu_);
+    if (learn_previous_.size() != devices_.size()) {
+      learn_previous_.assign(devices_.size(), std::nullopt);
+      learn_next_.assign(devices_.size(), t);
+    }
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const device_timeline& tl = accounting_->timeline(k);
+      const device_info& info = backend_->devices()[devices_[k]];
+      const bool unknown = tl.counter().model() == counter_track::model_kind::unknown;
+      const bool moved = learn_previous_[k] && *learn_previous_[k] != now[k].second;
+      learn_previous_[k] = now[k].second;
+      if (!unknown || !moved || info.counter_continuous || tl.lost() || t < learn_next_[k])
+        continue;
+      which[k] = true;
+      any = true;
+      learn_next_[k] = t + kLearnAgain;
+      accounting_->timeline(k).begin_burst();
+    }
+  }
+  if (any) start_burst(stop, which);
 }
 
 void sampler::edge_burst(std::stop_token& stop, bool finishing) {
@@ -282,17 +315,18 @@ void sampler::run(std::stop_token stop) {
   const mono_time origin = steady::now();
   if (options_.health_interval) read_health();
   next_health_ = origin + options_.health_interval.value_or(std::chrono::milliseconds(0));
-  start_burst(stop);
+  start_burst(stop, std::vector<bool>(devices_.size(), true));
 
   mono_time next = origin + options_.interval;
   while (!stop.stop_requested()) {
     const wake w = wait_until(stop, next, /*edges=*/true);
     if (w == wake::finish) break;
-    read_round();
+    const auto counters = read_round();
     if (w == wake::edge) {
       edge_burst(stop, /*finishing=*/false);
       continue;  // the regular tick stays on its grid
     }
+    learn_when_moving(stop, counters);
     if (options_.health_interval && steady::now() >= next_health_) {
       read_health();
       // On a grid, like the ticks: `now + interval` would slip past the next tick and read

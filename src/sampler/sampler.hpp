@@ -114,7 +114,10 @@ class sampler {
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
   // {lost, counter energy so far}, for the bursts to watch counters advance.
   std::vector<std::pair<std::uint64_t, double>> read_round();
-  void start_burst(std::stop_token& stop);
+  // Dense reads of the devices in `which` until each counter has shown how it advances.
+  void start_burst(std::stop_token& stop, const std::vector<bool>& which);
+  void learn_when_moving(std::stop_token& stop,
+                         const std::vector<std::pair<std::uint64_t, double>>& now);
   void read_health();
   void edge_burst(std::stop_token& stop, bool finishing);
   bool is_finishing();
@@ -138,6 +141,9 @@ class sampler {
   bool started_ = false;
   bool done_ = false;
   std::condition_variable cv_;
+  // learn_when_moving(): each counter's energy at the last tick, and when it may learn again.
+  std::vector<std::optional<double>> learn_previous_;
+  std::vector<mono_time> learn_next_;
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};

@@ -35,16 +35,43 @@ RANDOM_SEGMENTS = {"type": "segments", "start_s": 0.0, "dt_s": 0.02,
     ({"update_ms": 100, "phase_ms": 37}, 1e-3),
 ])
 def test_total_energy_with_a_counter_is_exact_to_a_tenth_of_a_percent(counter, tolerance):
+    # The goal of issue 2, as it is stated: a 10 s run.  What is left of the error comes from the
+    # edges, where the sampler's first reading after the run's end can come late on a loaded
+    # machine; over 10 s that stays well inside 0.1 % (over 3 s it did not always, with both
+    # cores busy).
     scenario = {"devices": [h100(RANDOM_SEGMENTS, energy_counter=counter),
                             h100({"type": "square", "low_w": 150, "high_w": 650, "period_s": 0.3},
                                  energy_counter=counter)]}
-    r, records, _, epoch = run_json(scenario, cmd=("sleep", "3"))
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "10"))
     assert r.returncode == 0, r.stderr
     end = records[-1]
     assert end["method"] == "counter"
     for i, d in enumerate(end["devices"]):
         truth = truth_j(scenario, i, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
         assert d["energy_j"] == pytest.approx(truth, rel=tolerance), (i, counter)
+
+
+def busy_between(start_s, seconds, seed):
+    """0 W (a power-gated GPU) but for `seconds` of power changing every 20 ms from start_s."""
+    watts = [100 + (i * 7919 + seed * 104729) % 600 for i in range(int(seconds / 0.02))]
+    return {"type": "segments", "start_s": start_s - 0.02, "dt_s": 0.02, "watts": [0, *watts, 0]}
+
+
+@pytest.mark.parametrize("update_ms", [100, 20, 0])
+def test_a_gpu_that_reads_0_w_when_idle_is_counted_as_idle(update_ms):
+    # Idle through the start (the counter does not move while joules learns how it advances),
+    # busy for 1.5 s, idle again for the last second: the energy is the busy stretch's, exactly.
+    counter = {"update_ms": update_ms, "phase_ms": 37 if update_ms else 0}
+    scenario = {"devices": [h100(busy_between(10.8, 1.5, seed), energy_counter=counter)
+                            for seed in range(2)]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "3.5"))
+    assert r.returncode == 0, r.stderr
+    end = records[-1]
+    assert end["method"] == "counter"
+    for i, d in enumerate(end["devices"]):
+        truth = truth_j(scenario, i, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
+        assert truth > 500
+        assert d["energy_j"] == pytest.approx(truth, rel=1e-3), i
 
 
 def test_total_energy_from_polled_power_is_within_a_percent():

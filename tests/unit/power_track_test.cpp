@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 namespace joules {
 namespace {
 
@@ -44,6 +46,20 @@ TEST(PowerTrack, AveragedReadingsArePlacedAtTheMiddleOfTheirWindow) {
   p.add(10.0, 100.0);
   EXPECT_TRUE(p.covers(9.5));
   EXPECT_FALSE(p.covers(9.6));
+}
+
+TEST(PowerTrack, MaxGapIsTheLongestStretchWithoutASampleInsideTheSpan) {
+  power_track p;
+  p.add(0.0, 100.0);
+  p.add(0.1, 100.0);  // a sparse tick...
+  for (int i = 1; i <= 10; ++i)
+    p.add(0.1 + 0.002 * i, 100.0);  // ...then dense readings
+  // Only the 0.1 ms from 0.0999 to the tick at 0.1 is interpolated from the sample 100 ms back.
+  EXPECT_NEAR(p.max_gap(0.0999, 0.115), 0.002, 1e-12);
+  EXPECT_NEAR(p.max_gap(0.05, 0.115), 0.05, 1e-12);
+  EXPECT_NEAR(p.max_gap(0.1001, 0.1002), 0.0001, 1e-12);
+  EXPECT_TRUE(std::isinf(p.max_gap(-0.1, 0.05)));
+  EXPECT_TRUE(std::isinf(p.max_gap(0.05, 0.5)));
 }
 
 }  // namespace
