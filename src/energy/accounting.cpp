@@ -103,17 +103,22 @@ void accounting::resolve(bool final) {
     b.resolved = true;
   }
   finish_windows(final);
-  // Readings before the start of the oldest open window are no longer needed.
-  if (!boundaries_.empty()) {
-    for (auto& tl : timelines_)
-      tl.trim_before(boundaries_.front().t);
-  } else if (latest_tick_t_ > kIdleKeepS) {
-    // No window open (`monitor`, `serve`, or before a run's first boundary): keep only recent
-    // readings, so that a sampler left running for days holds bounded memory.  Cumulative
-    // energy survives trimming: anchors and power samples carry it.
-    for (auto& tl : timelines_)
-      tl.trim_before(latest_tick_t_ - kIdleKeepS);
+  // Readings are needed only to place boundaries that have no energy yet: those waiting, and
+  // those still to come, which are stamped at most a few ticks before the sampler sees them.
+  // Whatever is older goes, so that memory stays flat over a run of any length (`run` keeps its
+  // start boundary open for hours, `monitor` and `serve` have none).  Cumulative energy survives
+  // trimming: anchors and power samples carry it.
+  // (A new boundary never lands before the last one: drain_incoming() keeps them in order.)
+  const auto waiting = std::find_if(boundaries_.begin(), boundaries_.end(),
+                                    [](const boundary& b) { return !b.resolved; });
+  double keep_from = latest_tick_t_ - kLateBoundaryS;
+  if (waiting != boundaries_.end()) {
+    keep_from = waiting->t;
+  } else if (!boundaries_.empty()) {
+    keep_from = std::max(keep_from, boundaries_.back().t);
   }
+  for (auto& tl : timelines_)
+    tl.trim_before(keep_from);
 }
 
 void accounting::finish_windows(bool final) {

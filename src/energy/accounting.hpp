@@ -93,9 +93,9 @@ class accounting {
   std::vector<device_timeline> timelines_;
   std::deque<boundary> boundaries_;
   static constexpr double kResolveDeadlineS = 5.0;
-  // With no window open, readings older than this are dropped (a boundary placed later is
-  // stamped at most a few ticks in the past).
-  static constexpr double kIdleKeepS = 30.0;
+  // With every boundary resolved, readings older than this are dropped: a boundary placed later
+  // is stamped at most a few ticks in the past.
+  static constexpr double kLateBoundaryS = 10.0;
 
   std::optional<tick_sample> pending_tick_;  // attributed when the next tick arrives
   double last_attributed_t_ = -1.0;

@@ -125,10 +125,15 @@ void device_timeline::calibrate() {
   // the reference.  Sparse spans are left out: their power integral misses what happened
   // between readings, which would bias the ratio more than it corrects.
   const auto& anchors = counter_.anchors();
-  for (std::size_t i = 1; i < anchors.size(); ++i) {
+  // Only the anchors placed since the last call: this runs at every reading.
+  const auto fresh = std::upper_bound(anchors.begin(), anchors.end(), examined_until_,
+                                      [](double t, const energy_anchor& a) { return t < a.t; });
+  const auto first = static_cast<std::size_t>(std::max<std::ptrdiff_t>(1, fresh - anchors.begin()));
+  for (std::size_t i = first; i < anchors.size(); ++i) {
     const energy_anchor& a = anchors[i - 1];
     const energy_anchor& z = anchors[i];
-    if (z.t <= calibrated_until_) continue;
+    if (!power_.covers(z.t)) break;  // not yet: the readings after z decide
+    examined_until_ = z.t;
     const bool placed =
         (a.pinned && z.pinned) || counter_.model() == counter_track::model_kind::continuous;
     if (!placed || power_.max_gap(a.t, z.t) > kDenseGapS) continue;
@@ -137,7 +142,6 @@ void device_timeline::calibrate() {
     if (!pa || !pz) continue;
     cal_counter_j_ += z.energy_j - a.energy_j;
     cal_power_j_ += *pz - *pa;
-    calibrated_until_ = z.t;
   }
 }
 

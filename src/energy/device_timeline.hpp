@@ -61,7 +61,7 @@ class device_timeline {
   bool power_instant_;
   double cal_counter_j_ = 0.0;
   double cal_power_j_ = 0.0;
-  double calibrated_until_ = -1.0;
+  double examined_until_ = -1e300;  // calibrate() has looked at every anchor up to here
   counter_track counter_;
   power_track power_;
   std::optional<double> counter_stopped_at_;  // instant of the last counter reading

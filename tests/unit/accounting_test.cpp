@@ -207,5 +207,25 @@ TEST(Accounting, MemoryStaysBoundedOverLongRunsWithManyWindows) {
   EXPECT_LE(acc.timeline(0).counter().anchor_count(), 5U);
 }
 
+TEST(Accounting, ALongRunWithOneOpenWindowHoldsBoundedMemory) {
+  // `run`: the start boundary opens the only window, which stays open for hours.  Its energy is
+  // known as soon as the readings around it are in; what comes after must not pile up.
+  accounting acc({counter_device(), polled_device()});
+  tick(acc, 0.0);
+  acc.push_boundary(0.05);
+  for (int i = 1; i < 36000; ++i)  // an hour of readings every 100 ms
+    tick(acc, 0.1 * i);
+  EXPECT_LE(acc.timeline(0).counter().anchor_count(), 110U);  // ~10 s of readings
+  acc.push_boundary(3599.95);
+  tick(acc, 3600.0);
+  acc.resolve(/*final=*/true);
+  const auto w = acc.take_finished();
+  ASSERT_EQ(w.size(), 1U);
+  for (std::size_t d = 0; d < 2; ++d) {
+    const double truth = energy_at(d, 3599.95) - energy_at(d, 0.05);
+    EXPECT_NEAR(static_cast<double>(*w[0].devices[d].energy_uj) / 1e6, truth, 1e-3 * truth) << d;
+  }
+}
+
 }  // namespace
 }  // namespace joules
