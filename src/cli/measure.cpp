@@ -468,6 +468,8 @@ int measurement::finish(const child_process& child, const std::string& extra_jso
     if (tl.lost_at() && *tl.lost_at() < monotonic_seconds(out.end_mono))
       d.lost_at_s = *tl.lost_at() - start;
     if (tl.counter_lost_at()) d.counter_lost_at_s = std::max(0.0, *tl.counter_lost_at() - start);
+    if (tl.silent_at() && *tl.silent_at() < monotonic_seconds(out.end_mono))
+      d.silent_at_s = std::max(0.0, *tl.silent_at() - start);
     out.devices.push_back(d);
   }
   live_->finish(seconds_between(ctx_.start_mono, out.end_mono));

@@ -8,13 +8,14 @@ device_timeline::device_timeline(const device_info& info)
     : initial_method_(info.method()),
       use_counter_(info.has_energy_counter),
       power_instant_(info.power != power_source::none && !info.power_window),
+      has_power_(info.power != power_source::none),
       power_(info.power_window ? info.power_window->count() : 0.0) {
   if (info.wrap) counter_.set_wrap(info.wrap->modulus_uj, info.wrap->max_power.value);
   if (info.counter_continuous) counter_.set_continuous();
 }
 
 void device_timeline::add(double t, const device_reading& r) {
-  if (lost_at_) return;
+  if (lost_at_ || silent_at_) return;
   if (r.status == read_status::lost) {
     lost_at_ = t;
     return;
@@ -26,7 +27,9 @@ void device_timeline::add(double t, const device_reading& r) {
   }
   std::optional<double> p;
   if (r.power) p = r.power->value;
+  if (r.power_unsupported && !power_stopped_at_) power_stopped_at_ = t;
   if (p) power_.add(t, *p);
+  bool counted = false;
   if (use_counter_ && !counter_stopped_at_) {
     if (r.energy_mj || r.energy_uj) {
       if (r.energy_uj) {
@@ -34,11 +37,21 @@ void device_timeline::add(double t, const device_reading& r) {
       } else {
         counter_.add(t, *r.energy_mj, p);
       }
+      counted = true;
       if (power_instant_) calibrate();
     } else if (r.counter_unsupported) {
       // The counter stopped answering: from its last reading on, integrate power instead.
       counter_stopped_at_ = counter_.has_reads() ? counter_.last_read_t() : t;
     }
+  }
+  if (!counted && !p) {
+    // Nothing in this reading says what the device used.  Once neither the counter nor power
+    // can answer any more, the device is as good as lost: its energy stays what was known at
+    // its last useful reading, rather than growing at its last power for ever.
+    const bool counter_gone = !use_counter_ || counter_stopped_at_;
+    const bool power_gone = !has_power_ || power_stopped_at_;
+    if (counter_gone && power_gone && !silent_at_) silent_at_ = t;
+    return;
   }
   has_good_read_ = true;
   last_good_t_ = t;
@@ -47,7 +60,7 @@ void device_timeline::add(double t, const device_reading& r) {
 std::optional<double> device_timeline::energy_at(double t, bool final) const {
   if (!has_good_read_) return final ? std::optional<double>(0.0) : std::nullopt;
   // After loss, nothing is known past the last good reading.
-  const bool frozen = lost_at_.has_value();
+  const bool frozen = lost_at_.has_value() || silent_at_.has_value();
   if (frozen) t = std::min(t, last_good_t_);
   const bool extrapolate = final || frozen;
   const auto rate = power_.last_power_w();

@@ -41,6 +41,8 @@ class device_timeline {
   int counter_wraps() const { return counter_.wraps(); }
   double reset_estimated_j() const { return counter_.reset_estimated_j(); }
   std::optional<double> counter_lost_at() const { return counter_stopped_at_; }
+  // The instant from which neither the counter nor power answered (NOT_SUPPORTED mid-run).
+  std::optional<double> silent_at() const { return silent_at_; }
   bool has_readings() const { return has_good_read_; }
   double last_good_t() const { return last_good_t_; }
   const counter_track& counter() const { return counter_; }
@@ -59,6 +61,7 @@ class device_timeline {
   energy_method initial_method_;
   bool use_counter_;
   bool power_instant_;
+  bool has_power_;
   double cal_counter_j_ = 0.0;
   double cal_power_j_ = 0.0;
   double examined_until_ = -1e300;  // calibrate() has looked at every anchor up to here
@@ -66,6 +69,8 @@ class device_timeline {
   power_track power_;
   std::optional<double> counter_stopped_at_;  // instant of the last counter reading
   std::optional<double> lost_at_;
+  std::optional<double> power_stopped_at_;  // power answered NOT_SUPPORTED
+  std::optional<double> silent_at_;
   bool has_good_read_ = false;
   double last_good_t_ = 0.0;
   int read_errors_ = 0;

@@ -82,6 +82,12 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
                       "after that is not counted",
                       idx, *d.lost_at_s));
     }
+    if (d.silent_at_s) {
+      why.push_back(
+          fmt::format("{} stopped giving energy and power readings {:.3f} s after the start "
+                      "(not supported any more); its energy after that is not counted",
+                      idx, *d.silent_at_s));
+    }
     if (d.counter_lost_at_s) {
       why.push_back(
           fmt::format("{}'s energy counter stopped {:.3f} s after the start; polled "
@@ -305,6 +311,7 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
     w.field("read_errors", od.read_errors);
     w.field("lost_at_s", od.lost_at_s);
     w.field("counter_lost_at_s", od.counter_lost_at_s);
+    w.field("readings_stopped_at_s", od.silent_at_s);
     w.end_object();
   }
   w.end_array();

@@ -46,6 +46,7 @@ struct device_outcome {
   int last_error_code = 0;
   std::optional<double> lost_at_s;          // seconds after the start
   std::optional<double> counter_lost_at_s;  // the counter stopped; power took over
+  std::optional<double> silent_at_s;        // neither counter nor power answered from then on
 };
 
 struct run_outcome {

@@ -140,6 +140,24 @@ def test_a_counter_reset_is_compensated_and_recorded():
     assert end["status"] == "measurement_degraded"
 
 
+def test_a_gpu_whose_readings_all_stop_keeps_the_energy_known_until_then():
+    # NOT_SUPPORTED for the counter and for power from 11 s on (a run that starts at 10 s):
+    # the energy stops growing there, and the record says so.
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 500},
+                                 faults=[{"at_s": 11.0, "kind": "not_supported", "what": "all"}])]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "2.5"))
+    assert r.returncode == 0, r.stderr
+    end = records[-1]
+    assert end["status"] == "measurement_degraded"
+    d = end["devices"][1]
+    stopped = 11.0 - (end["start_monotonic_s"] - epoch / 1e9)
+    assert d["readings_stopped_at_s"] == pytest.approx(stopped, abs=0.15)
+    assert d["energy_j"] == pytest.approx(500.0 * stopped, abs=500.0 * 0.12)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert any("stopped giving energy and power readings" in w for w in end["degradations"])
+
+
 def test_a_counter_that_stops_answering_hands_over_to_power():
     scenario = {"devices": [h100({"type": "constant", "watts": 500},
                                  faults=[{"at_s": 11.0, "kind": "not_supported", "what": "energy"}])]}

@@ -81,5 +81,28 @@ TEST(DeviceTimeline, WithoutACounterTheEnergyIsThePowerIntegral) {
   EXPECT_NEAR(*e, 150.0, 1e-6);  // linear power: the trapezoid rule is exact
 }
 
+TEST(DeviceTimeline, AGpuWhoseReadingsAllStopKeepsItsEnergyFlat) {
+  // NOT_SUPPORTED for counter and power mid-run: nothing may grow at the last power for ever.
+  device_timeline tl(h100());
+  for (int i = 0; i <= 10; ++i) {
+    device_reading r;
+    r.energy_mj = 1000U + static_cast<std::uint64_t>(i) * 40000U;  // 400 W, read every 100 ms
+    r.power = watts{400.0};
+    tl.add(0.1 * i, r);
+  }
+  for (int i = 11; i <= 50; ++i) {
+    device_reading r;
+    r.counter_unsupported = true;
+    r.power_unsupported = true;
+    tl.add(0.1 * i, r);
+  }
+  ASSERT_TRUE(tl.silent_at());
+  EXPECT_NEAR(*tl.silent_at(), 1.1, 1e-9);
+  EXPECT_NEAR(tl.last_good_t(), 1.0, 1e-9);
+  const auto e = tl.energy_at(5.0, /*final=*/true);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(*e, 400.0, 1e-6);  // 1 s at 400 W, and nothing after
+}
+
 }  // namespace
 }  // namespace joules
