@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <map>
+#include <mutex>
 
 #include "carbon/csv.hpp"
 #include "carbon/embedded_data.hpp"
@@ -42,20 +44,16 @@ std::optional<int> parse_year(std::string_view s) {
 }
 
 const std::vector<csv_row>& rows_of(std::string_view name) {
-  // One parse per table; the tables are small (the biggest is under 35 kB).
-  struct cache {
-    std::string_view name;
-    std::vector<csv_row> rows;
-  };
-  static const std::vector<cache> all = [] {
-    std::vector<cache> out;
-    for (const auto& f : data::files())
-      out.push_back({f.name, parse_csv(f.text, /*skip_header=*/true)});
-    return out;
-  }();
+  // Each table is parsed the first time it is asked for, and only then: a run that names no
+  // region must not pay for parsing them all (the CPU table alone is ~5000 rows) at start-up.
+  // Any thread may ask (the mutex guards the cache; map entries never move).
+  static std::mutex mu;
+  static std::map<std::string_view, std::vector<csv_row>> parsed;
   static const std::vector<csv_row> none;
-  for (const auto& c : all) {
-    if (c.name == name) return c.rows;
+  std::lock_guard lock(mu);
+  if (const auto it = parsed.find(name); it != parsed.end()) return it->second;
+  for (const auto& f : data::files()) {
+    if (f.name == name) return parsed[f.name] = parse_csv(f.text, /*skip_header=*/true);
   }
   return none;
 }

@@ -12,10 +12,11 @@ import pytest
 from conftest import FAKE_NVML_DIR, JOULES, SANITIZED, TRAINER, fake_gpus, joules, read_jsonl
 import wrap_accuracy
 
-# Throughput is held to a bound in optimised builds only (a debug build is 10x slower), and
-# sanitizer builds get a third of it.
+# Throughput is held to a bound in optimised builds only (a debug build is 10x slower);
+# AddressSanitizer builds get a third of it, ThreadSanitizer builds (which instrument every
+# memory access of both threads) a fifteenth: still enough to catch a line path that waits.
 OPTIMISED = os.environ.get("JOULES_TEST_BUILD_TYPE", "") in ("Release", "RelWithDebInfo")
-SLACK = 3.0 if SANITIZED else 1.0
+SLACK = {"": 1.0, "thread": 15.0}.get(os.environ.get("JOULES_TEST_SANITIZE", ""), 3.0)
 
 
 def test_the_run_total_is_the_sum_of_the_windows_and_matches_the_truth(tmp):
