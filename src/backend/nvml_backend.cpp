@@ -258,11 +258,10 @@ class nvml_backend final : public backend {
     device_info info;
     device_state st;
     st.handle = h;
+    // Start-up time is NVML calls (tens of microseconds each, times every GPU): what can be
+    // had from one nvmlDeviceGetFieldValues call is asked for in one.  The index is the one the
+    // handle was asked for (nvmlDeviceGetIndex would answer the same).
     info.index = index;
-    if (fn.nvmlDeviceGetIndex != nullptr) {
-      unsigned int idx = 0;
-      if (fn.nvmlDeviceGetIndex(h, &idx) == kSuccess) info.index = idx;
-    }
     char buf[kDeviceUuidBufferSize] = {};
     if (fn.nvmlDeviceGetName != nullptr && fn.nvmlDeviceGetName(h, buf, sizeof buf) == kSuccess) {
       info.name = buf;
@@ -287,16 +286,19 @@ class nvml_backend final : public backend {
       arch = kArchUnknown;
     }
 
-    // Energy counter: the getter, then the field (some drivers have one and not the other).
-    if (fn.nvmlDeviceGetTotalEnergyConsumption != nullptr) {
-      unsigned long long mj = 0;
-      st.counter = fn.nvmlDeviceGetTotalEnergyConsumption(h, &mj) == kSuccess;
-    }
+    // Energy counter, instantaneous power and the power limits through the fields (12.2+
+    // drivers have them all), then the getters for whatever the fields did not answer (some
+    // drivers have one and not the other).
+    std::optional<unsigned int> limit_mw[4];  // min, max, default, current
     if (fn.nvmlDeviceGetFieldValues != nullptr) {
-      std::array<nvmlFieldValue_t, 3> f{};
+      std::array<nvmlFieldValue_t, 7> f{};
       f[0].fieldId = kFiDevTotalEnergyConsumption;
       f[1].fieldId = kFiDevEnergy;
       f[2].fieldId = kFiDevPowerInstant;
+      f[3].fieldId = kFiDevPowerMinLimit;
+      f[4].fieldId = kFiDevPowerMaxLimit;
+      f[5].fieldId = kFiDevPowerDefaultLimit;
+      f[6].fieldId = kFiDevPowerCurrentLimit;
       if (fn.nvmlDeviceGetFieldValues(h, static_cast<int>(f.size()), f.data()) == kSuccess) {
         st.field_power = f[2].nvmlReturn == kSuccess;
         if (f[0].nvmlReturn == kSuccess || f[1].nvmlReturn == kSuccess) {
@@ -305,7 +307,18 @@ class nvml_backend final : public backend {
           st.energy_field =
               f[0].nvmlReturn == kSuccess ? kFiDevTotalEnergyConsumption : kFiDevEnergy;
         }
+        for (std::size_t k = 0; k < 4; ++k) {
+          const nvmlFieldValue_t& v = f[3 + k];
+          const double mw = field_as_double(v);
+          if (v.nvmlReturn == kSuccess && mw > 0.0 && mw < 1e8) {
+            limit_mw[k] = static_cast<unsigned int>(mw);
+          }
+        }
       }
+    }
+    if (!st.counter && fn.nvmlDeviceGetTotalEnergyConsumption != nullptr) {
+      unsigned long long mj = 0;
+      st.counter = fn.nvmlDeviceGetTotalEnergyConsumption(h, &mj) == kSuccess;
     }
     if (!st.field_power && fn.nvmlDeviceGetPowerUsage != nullptr) {
       unsigned int mw = 0;
@@ -319,10 +332,20 @@ class nvml_backend final : public backend {
       if (power_usage_is_averaged(arch, info.name)) info.power_window = seconds(1.0);
     }
 
-    info.power_limit = milliwatts(h, fn.nvmlDeviceGetEnforcedPowerLimit);
+    auto from_field = [&](std::size_t k) -> std::optional<watts> {
+      return limit_mw[k] ? std::optional<watts>(watts{*limit_mw[k] / 1000.0}) : std::nullopt;
+    };
+    info.power_limit = from_field(3);
+    if (!info.power_limit) info.power_limit = milliwatts(h, fn.nvmlDeviceGetEnforcedPowerLimit);
     if (!info.power_limit) info.power_limit = milliwatts(h, fn.nvmlDeviceGetPowerManagementLimit);
-    info.default_power_limit = milliwatts(h, fn.nvmlDeviceGetPowerManagementDefaultLimit);
-    if (fn.nvmlDeviceGetPowerManagementLimitConstraints != nullptr) {
+    info.default_power_limit = from_field(2);
+    if (!info.default_power_limit) {
+      info.default_power_limit = milliwatts(h, fn.nvmlDeviceGetPowerManagementDefaultLimit);
+    }
+    info.min_power_limit = from_field(0);
+    info.max_power_limit = from_field(1);
+    if ((!info.min_power_limit || !info.max_power_limit) &&
+        fn.nvmlDeviceGetPowerManagementLimitConstraints != nullptr) {
       unsigned int lo = 0;
       unsigned int hi = 0;
       if (fn.nvmlDeviceGetPowerManagementLimitConstraints(h, &lo, &hi) == kSuccess) {

@@ -231,6 +231,22 @@ def test_only_the_sampler_thread_calls_nvml(tmp):
     assert entry["calls"]["nvmlDeviceGetFieldValues"] > 0
 
 
+def test_probing_a_gpu_takes_few_nvml_calls(tmp):
+    # Start-up is NVML calls times GPUs: name, UUID, PCI id, architecture, and one field-values
+    # call for the counter, power and the limits.  Old drivers without those fields fall back
+    # to the getters (test_old_drivers_lose_capabilities_not_the_run).
+    log = tmp / "calls.jsonl"
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}) for _ in range(8)]}
+    r, _, _, _ = run_json(scenario, cmd=("true",), env_extra={"FAKE_NVML_CALL_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(log.read_text().splitlines()[-1])["calls"]
+    probe = {k: v for k, v in calls.items() if k.startswith("nvmlDevice") and
+             k != "nvmlDeviceGetFieldValues"}
+    assert sum(probe.values()) <= 8 * 5, probe  # handle, name, UUID, PCI, architecture
+    assert "nvmlDeviceGetTotalEnergyConsumption" not in calls
+    assert "nvmlDeviceGetPowerManagementDefaultLimit" not in calls
+
+
 @pytest.mark.parametrize("error,hint", [("DRIVER_NOT_LOADED", "kernel driver is not loaded"),
                                         ("NO_PERMISSION", "may not open /dev/nvidia")])
 def test_nvml_init_failure_is_one_line_and_mentions_sim(error, hint):
