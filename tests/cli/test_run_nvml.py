@@ -242,7 +242,7 @@ def test_probing_a_gpu_takes_few_nvml_calls(tmp):
     calls = json.loads(log.read_text().splitlines()[-1])["calls"]
     probe = {k: v for k, v in calls.items() if k.startswith("nvmlDevice") and
              k != "nvmlDeviceGetFieldValues"}
-    assert sum(probe.values()) <= 8 * 5, probe  # handle, name, UUID, PCI, architecture
+    assert sum(probe.values()) <= 1 + 8 * 5, probe  # count; handle, name, UUID, PCI, arch
     assert "nvmlDeviceGetTotalEnergyConsumption" not in calls
     assert "nvmlDeviceGetPowerManagementDefaultLimit" not in calls
 
