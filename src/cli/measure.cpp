@@ -23,6 +23,10 @@ constexpr std::string_view kOutput = "Output";
 constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
 constexpr std::string_view kExport = "Live metrics";
 
+// The pace at which GPUs without an energy counter are read by default (their power sensor's
+// update period on Pascal and Volta).
+constexpr std::chrono::milliseconds kPolledInterval{20};
+
 // Label names joules sets itself; a user label may not take them (they would be ambiguous in
 // Prometheus and in joined JSONL).
 constexpr std::array kReservedLabels = {"run_id",    "hostname",   "gpu",     "uuid",
@@ -96,7 +100,7 @@ const std::vector<option_spec>& measure_options() {
        "energy "
        "counter where it has one, so the interval mostly sets the resolution of peak power and of "
        "GPUs measured by polling power.",
-       "100", false, kMeasurement},
+       "100; 20 when a GPU has no energy counter", false, kMeasurement},
       {"backend", 0, "NAME",
        "Where readings come from: auto (NVML; fails with a clear message when there is no GPU), "
        "nvml, or sim (simulated GPUs, a documented model for trying joules without a GPU).",
@@ -220,6 +224,7 @@ measure_settings read_measure_settings(const parsed_args& args, std::string_view
           "--interval '{}': expected a whole number of milliseconds from 1 to 60000", *v));
     }
     s.interval = std::chrono::milliseconds(*ms);
+    s.interval_given = true;
   }
   s.gpus = args.get("gpus");
   if (s.gpus && trim(*s.gpus).empty()) {
@@ -374,6 +379,25 @@ void measurement::start() {
   // The exporters first: the child starts right after the sampler's first reading, and the
   // run's live energy counts from that reading.
   if (exporters_) exporters_->start();
+  // A GPU without an energy counter is measured by integrating its power, whose sensor updates
+  // every ~20 ms on the architectures that lack a counter (Pascal and older; nvml.md 4.1): a
+  // reading every 100 ms would see one update in five, and the total would be off by the
+  // sampling error.  Unless the user chose an interval, such GPUs are read at the sensor's rate.
+  if (!settings_.interval_given && settings_.interval > kPolledInterval) {
+    const auto& all = sampler_->hardware().devices();
+    const bool polled = std::any_of(measured_.begin(), measured_.end(), [&](std::size_t i) {
+      const device_info& d = all[i];
+      return d.kind == device_kind::gpu && d.method() == energy_method::polled && !d.power_window;
+    });
+    if (polled) {
+      sampler_->set_interval(kPolledInterval);
+      ctx_.interval_ms = static_cast<double>(kPolledInterval.count());
+      note(
+          fmt::format("reading every {} ms: a GPU without an energy counter is measured from its "
+                      "power, which changes that often (--interval sets another pace)",
+                      kPolledInterval.count()));
+    }
+  }
   sampler_->start(measured_);
   // RAPL counters must be read before they can wrap twice: the sampler may have shortened the
   // interval (sampler::start), and the records say the interval in force.

@@ -28,6 +28,7 @@ struct measure_settings {
   backend_options backend;
   std::optional<std::string> gpus;
   std::chrono::milliseconds interval{100};
+  bool interval_given = false;  // --interval was on the command line
   std::optional<std::string> output;
   bool append = false;
   bool json = false;

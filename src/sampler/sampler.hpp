@@ -83,6 +83,9 @@ class sampler {
   // after start() is bracketed by readings.
   void start(std::vector<std::size_t> devices);
 
+  // Changes the interval between readings; only before start().
+  void set_interval(std::chrono::milliseconds interval) { options_.interval = interval; }
+
   // A window boundary at t (any thread; non-blocking).
   void boundary(mono_time t);
 
