@@ -14,8 +14,9 @@ import pytest
 from conftest import JOULES, ROOT, joules, records_of
 
 FIXTURES = ROOT / "tests" / "fixtures" / "powercap"
-INTEL_RANGE = 262143998865
-AMD_RANGE = 65535999716
+# max_energy_range_uj as real kernels report it (tests/fixtures/powercap/README.md).
+INTEL_RANGE = 262143328850
+AMD_RANGE = 65532610987
 SIM1 = ["--backend", "sim", "--sim-gpus", "1", "--sim-profile", "0.5"]  # 70 + 315 W
 
 
@@ -142,6 +143,32 @@ def test_psys_is_not_added_to_the_package(tmp):
     assert round(end["energy_j"] * 1e6) == 8_000_000
 
 
+def test_dram_is_not_added_to_psys(tmp):
+    # psys covers the whole SoC, memory included: with psys as the CPU the DRAM zone is in it.
+    root = tree(tmp, "psys-dram")
+    script = set_script(root, [(0.3, {"intel-rapl:0": counter(root, "intel-rapl:0") + 9_000_003,
+                                      "intel-rapl:0:0": counter(root, "intel-rapl:0:0") + 1_500_001})])
+    r, recs, notes = run(root, *SIM1, script=script)
+    assert r.returncode == 0, r.stderr
+    begin, end = recs
+    assert [d["uuid"] for d in end["devices"] if d["kind"] != "gpu"] == ["intel-rapl:0"]
+    assert round(end["components"]["cpu"]["energy_j"] * 1e6) == 9_000_003
+    dram = [c for c in begin["components"] if c["kind"] == "dram"][0]
+    assert not dram["measured"] and dram["detail"].startswith("counted in the CPU's intel-rapl:0 psys")
+    # Alone, the DRAM zone is measured; named with the CPU it cannot be told apart.
+    alone = tmp / "alone"
+    alone.mkdir()
+    root = tree(alone, "psys-dram")
+    script = set_script(root, [(0.3, {"intel-rapl:0:0": counter(root, "intel-rapl:0:0") + 1_500_001})])
+    r, recs, _ = run(root, "--components", "dram", script=script)
+    assert r.returncode == 0, r.stderr
+    end = records_of(r.stderr, "session_end")[0]
+    assert [d["uuid"] for d in end["devices"]] == ["intel-rapl:0:0"]
+    assert round(end["energy_j"] * 1e6) == 1_500_001
+    r, _, _ = run(root, "--components", "cpu,dram")
+    assert r.returncode == 125 and "--components dram: DRAM energy cannot be measured: counted in" in r.stderr
+
+
 def test_no_powercap_gpu_totals_unchanged_and_said_once(tmp):
     r, recs, notes = run(tmp / "none", *SIM1)
     assert r.returncode == 0 and notes == []
@@ -186,7 +213,8 @@ def test_unreadable_counters_are_told_apart_and_the_fix_printed():
         note = [l for l in lines if l.startswith("joules: note: CPU energy is not measured")]
         assert len(note) == 1, r.stderr
         assert "readable by root only" in note[0] and f"sudo chmod a+r {root}/intel-rapl:*/energy_uj" in note[0]
-        assert "udev" in note[0]
+        assert "sudo udevadm control --reload && sudo udevadm trigger --action=add --subsystem-match=powercap" in note[0]
+        assert "ACTION==\"add\"" in note[0]
         assert "CPU not measured: " in lines[-1] and "readable by root only" in lines[-1]
         r = unreadable_run(root, *SIM1, "--components", "gpu,cpu")
         assert r.returncode == 125 and "sudo chmod a+r" in r.stderr and len(r.stderr.splitlines()) == 1
