@@ -129,10 +129,11 @@ factors resolve(const settings& s, const region_tables& tables) {
     // A region the tables do not list is a typo or a place joules cannot price: never run on
     // without the CO2e the user asked for.  With --carbon-intensity it is only a label.
     if (!match && !s.carbon_intensity) {
-      throw usage_error(fmt::format(
-          "{} is not in joules' tables{} (docs/carbon.md lists them; --carbon-intensity G gives "
-          "the figure for any region)",
-          region_origin(s), suggestion(r, tables)));
+      throw usage_error(
+          fmt::format("{} is not in joules' tables{} (docs/carbon.md says which regions they hold; "
+                      "--carbon-intensity G gives "
+                      "the figure for any region)",
+                      region_origin(s), suggestion(r, tables)));
     }
     f.region = match ? match->region : normalised_region(r);
   }

@@ -311,7 +311,7 @@ def test_an_unknown_region_from_the_environment_stops_before_anything_starts(tmp
     r = joules("run", *SIM1, "--", "touch", marker, env={"JOULES_REGION": "UK"})
     assert r.returncode == 2 and not marker.exists()
     assert r.stderr == ("joules: error: JOULES_REGION 'UK' (from the environment) is not in joules' tables; "
-                        "did you mean GB (United Kingdom)? (docs/carbon.md lists them; --carbon-intensity G "
+                        "did you mean GB (United Kingdom)? (docs/carbon.md says which regions they hold; --carbon-intensity G "
                         "gives the figure for any region)\n")
     # With --carbon-intensity the region is only a label.
     r = joules("run", *SIM1, "--json", "--carbon-intensity", "100", "--", "true", env={"JOULES_REGION": "UK"})

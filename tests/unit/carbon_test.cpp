@@ -172,7 +172,8 @@ TEST(CarbonResolve, ARegionTheTablesDoNotListIsBadInputWithTheClosestNames) {
   s.region = "UK";
   EXPECT_EQ(usage_message(s),
             "--region 'UK' is not in joules' tables; did you mean GB (United Kingdom)? "
-            "(docs/carbon.md lists them; --carbon-intensity G gives the figure for any region)");
+            "(docs/carbon.md says which regions they hold; --carbon-intensity G gives the figure "
+            "for any region)");
   s.region_from = "JOULES_REGION";
   EXPECT_EQ(usage_message(s).find("JOULES_REGION 'UK' (from the environment) is not in joules' "
                                   "tables; did you mean GB (United Kingdom)?"),
