@@ -3,7 +3,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <map>
 #include <mutex>
@@ -17,26 +16,6 @@ namespace joules::carbon {
 namespace {
 
 constexpr double kJoulesPerKwh = 3.6e6;
-
-std::string upper(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  return out;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out)
-    c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
-}
-
-bool all_alpha(std::string_view s) {
-  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
-    return std::isalpha(static_cast<unsigned char>(c)) != 0;
-  });
-}
 
 std::optional<int> parse_year(std::string_view s) {
   const auto v = parse_uint(s, 1900, 2100);
@@ -58,53 +37,6 @@ const std::vector<csv_row>& rows_of(std::string_view name) {
   return none;
 }
 
-// grid_intensity.csv: region,alpha3,name,g_co2e_per_kwh,year,source,licence
-std::optional<intensity> grid_row(std::string_view code) {
-  const std::string key = upper(code);
-  for (const auto& r : rows_of("grid_intensity.csv")) {
-    if (r.size() < 7) continue;
-    if (r[0] != key && (r[1].empty() || r[1] != key)) continue;
-    const auto g = parse_double(r[3]);
-    if (!g) continue;
-    intensity i;
-    i.g_per_kwh = *g;
-    i.region = r[0];
-    i.name = r[2];
-    i.year = parse_year(r[4]);
-    i.source = r[5];
-    i.licence = r[6];
-    i.method = r[0].size() > 2 ? "us_state_average" : "country_average";
-    return i;
-  }
-  return std::nullopt;
-}
-
-// cloud_regions.csv: provider,region,location,city,g_co2e_per_kwh,year,source,licence
-std::optional<intensity> cloud_row(std::string_view provider, std::string_view region) {
-  for (const auto& r : rows_of("cloud_regions.csv")) {
-    if (r.size() < 8 || r[0] != provider || r[1] != region) continue;
-    const std::string where = r[2].empty() ? r[3] : fmt::format("{}, {}", r[3], r[2]);
-    if (const auto g = parse_double(r[4])) {
-      intensity i;
-      i.g_per_kwh = *g;
-      i.name = fmt::format("{} {} ({})", provider, region, where);
-      i.year = parse_year(r[5]);
-      i.source = r[6];
-      i.licence = r[7];
-      i.method = "cloud_provider";
-      return i;
-    }
-    // No figure from the provider: the grid average of the place the region is in.
-    auto i = grid_row(r[2]);
-    if (!i) return std::nullopt;
-    i->name = fmt::format("{} {} ({}: {})", provider, region, where, i->name);
-    i->source = fmt::format("{} for the region's location ({}: {})", i->source, r[2], r[6]);
-    i->method = "cloud_region_location";
-    return i;
-  }
-  return std::nullopt;
-}
-
 std::optional<equivalent> car_equivalent() {
   for (const auto& r : rows_of("equivalents.csv")) {
     if (r.size() < 6 || r[0] != "car_km") continue;
@@ -115,12 +47,26 @@ std::optional<equivalent> car_equivalent() {
   return std::nullopt;
 }
 
-std::string normalised_region(std::string_view region) {
-  const auto colon = region.find(':');
-  if (colon != std::string_view::npos) {
-    return lower(region.substr(0, colon)) + ":" + lower(region.substr(colon + 1));
-  }
-  return upper(region);
+// A number of the settings as the user typed it, else as joules prints it.
+std::string shown(const std::string& text, double value) {
+  return text.empty() ? fmt::format("{}", value) : text;
+}
+
+// "--region 'UK'" or "JOULES_REGION 'UK' (from the environment)".
+std::string region_origin(const settings& s) {
+  return s.region_from == "JOULES_REGION"
+             ? fmt::format("JOULES_REGION '{}' (from the environment)", *s.region)
+             : fmt::format("{} '{}'", s.region_from, *s.region);
+}
+
+// "; did you mean GB (United Kingdom)?" or "" when nothing is close.
+std::string suggestion(const std::string& region, const region_tables& tables) {
+  const auto close = close_regions(region, tables);
+  if (close.empty()) return "";
+  std::string list = close.front();
+  for (std::size_t i = 1; i < close.size(); ++i)
+    list += (i + 1 == close.size() ? " or " : ", ") + close[i];
+  return fmt::format("; did you mean {}?", list);
 }
 
 // For people: 3 significant digits in plain decimals (0.0000661, 4.18, 1234), never exponents.
@@ -152,62 +98,54 @@ std::string distance(double km) {
 
 }  // namespace
 
-region_kind classify_region(std::string_view region) {
-  const auto colon = region.find(':');
-  if (colon != std::string_view::npos) {
-    const std::string provider = lower(region.substr(0, colon));
-    const auto name = region.substr(colon + 1);
-    const bool ok_name = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
-      return std::isalnum(static_cast<unsigned char>(c)) != 0 || c == '-';
-    });
-    if ((provider == "gcp" || provider == "aws" || provider == "azure") && ok_name)
-      return region_kind::cloud;
-    return region_kind::malformed;
-  }
-  if ((region.size() == 2 || region.size() == 3) && all_alpha(region)) return region_kind::country;
-  if (region.size() == 5 && upper(region.substr(0, 3)) == "US-" && all_alpha(region.substr(3)))
-    return region_kind::us_state;
-  return region_kind::malformed;
-}
-
 std::optional<intensity> lookup_region(std::string_view region) {
-  const std::string key = normalised_region(region);
-  std::optional<intensity> i;
-  if (classify_region(key) == region_kind::cloud) {
-    const auto colon = key.find(':');
-    i = cloud_row(key.substr(0, colon), key.substr(colon + 1));
-  } else {
-    i = grid_row(key);
-  }
-  if (i) i->region = key;
-  return i;
+  auto m = find_region(region);
+  return m ? m->grid : std::nullopt;
 }
 
 factors resolve(const settings& s) {
+  // No region, no lookup: start-up does not pay for parsing the region tables.
+  return s.region ? resolve(s, shipped_region_tables()) : resolve(s, region_tables{});
+}
+
+factors resolve(const settings& s, const region_tables& tables) {
   factors f;
   if (s.pue) {
     if (!(*s.pue >= 1.0 && *s.pue <= 5.0)) {
-      throw usage_error(fmt::format(
-          "--pue '{}': expected a power usage effectiveness from 1.0 to 5.0, e.g. 1.2", *s.pue));
+      throw usage_error(
+          fmt::format("--pue '{}': expected a power usage effectiveness from 1.0 to 5.0, e.g. 1.2",
+                      shown(s.pue_text, *s.pue)));
     }
     f.pue = *s.pue;
     f.pue_source = "--pue";
   }
+  std::optional<region_match> match;
   if (s.region) {
     const std::string& r = *s.region;
     if (classify_region(r) == region_kind::malformed) {
       throw usage_error(fmt::format(
-          "{} '{}': expected an ISO country code (DE, FRA), a US state (US-CA) or a cloud region "
-          "(gcp:europe-west4, aws:us-east-1, azure:westeurope)",
-          s.region_from, r));
+          "{}: expected an ISO country code (DE, FRA), a US state (US-CA) or a cloud region "
+          "(gcp:europe-west4, aws:us-east-1, azure:westeurope){}",
+          region_origin(s), suggestion(r, tables)));
     }
-    f.region = normalised_region(r);
+    match = find_region(r, tables);
+    // A region the tables do not list is a typo or a place joules cannot price: never run on
+    // without the CO2e the user asked for.  With --carbon-intensity it is only a label.
+    if (!match && !s.carbon_intensity) {
+      throw usage_error(
+          fmt::format("{} is not in joules' tables{} (docs/carbon.md says which regions they hold; "
+                      "--carbon-intensity G gives "
+                      "the figure for any region)",
+                      region_origin(s), suggestion(r, tables)));
+    }
+    f.region = match ? match->region : normalised_region(r);
   }
   if (s.carbon_intensity) {
     const double g = *s.carbon_intensity;
     if (!(g >= 0.0 && g <= 2000.0)) {
       throw usage_error(fmt::format(
-          "--carbon-intensity '{}': expected grams of CO2e per kWh from 0 to 2000, e.g. 350", g));
+          "--carbon-intensity '{}': expected grams of CO2e per kWh from 0 to 2000, e.g. 350",
+          shown(s.carbon_intensity_text, g)));
     }
     intensity i;
     i.g_per_kwh = g;
@@ -216,13 +154,12 @@ factors resolve(const settings& s) {
     i.source = "--carbon-intensity";
     i.method = "user";
     f.grid = i;
-  } else if (!f.region.empty()) {
-    f.grid = lookup_region(f.region);
+  } else if (match) {
+    f.grid = match->grid;
     if (!f.grid) {
-      f.note = fmt::format(
-          "region '{}' (from {}) is not in joules' tables (docs/carbon.md lists them); give "
-          "--carbon-intensity G for a carbon figure",
-          f.region, s.region_from);
+      f.note =
+          fmt::format("region '{}' (from {}): {}; give --carbon-intensity G for a carbon figure",
+                      f.region, s.region_from, match->missing);
     }
   } else {
     f.note = "no region given (--region, JOULES_REGION) and no --carbon-intensity";
@@ -230,12 +167,16 @@ factors resolve(const settings& s) {
   if (s.price_per_kwh) {
     const double p = *s.price_per_kwh;
     if (!(p >= 0.0 && p <= 1000.0)) {
-      throw usage_error(fmt::format(
-          "--price-per-kwh '{}': expected a price per kWh from 0 to 1000, e.g. 0.25", p));
+      throw usage_error(
+          fmt::format("--price-per-kwh '{}': expected a price per kWh from 0 to 1000, e.g. 0.25",
+                      shown(s.price_per_kwh_text, p)));
     }
     f.cost = price{p, s.currency, "--price-per-kwh"};
   }
-  if (s.currency.size() != 3 || !all_alpha(s.currency) || upper(s.currency) != s.currency) {
+  const bool iso_currency =
+      s.currency.size() == 3 && std::all_of(s.currency.begin(), s.currency.end(),
+                                            [](char c) { return c >= 'A' && c <= 'Z'; });
+  if (!iso_currency) {
     throw usage_error(fmt::format(
         "--currency '{}': expected a three-letter ISO 4217 code in capitals, e.g. EUR or USD",
         s.currency));
@@ -269,6 +210,8 @@ void write_factors_json(json_writer& w, const factors& f) {
     w.field("name", i.name.empty() ? std::optional<std::string>() : std::optional(i.name));
     w.field("source", i.source).field("year", i.year).field("method", i.method);
     w.field("licence", i.licence.empty() ? std::optional<std::string>() : std::optional(i.licence));
+    w.field("attribution",
+            i.attribution.empty() ? std::optional<std::string>() : std::optional(i.attribution));
     w.end_object();
   } else {
     w.null();
@@ -306,6 +249,8 @@ void write_json(json_writer& w, const assessment& a) {
     w.field("method", i.method);
     w.field("name", i.name.empty() ? std::optional<std::string>() : std::optional(i.name));
     w.field("licence", i.licence.empty() ? std::optional<std::string>() : std::optional(i.licence));
+    w.field("attribution",
+            i.attribution.empty() ? std::optional<std::string>() : std::optional(i.attribution));
     w.end_object();
   } else {
     w.null();

@@ -7,9 +7,9 @@
 //                                                   JOULES_REGION, looked up in data/)
 //   cost         = facility kWh x price            (--price-per-kwh, --currency)
 //
-// No region, no network, no guessing: without a region or an intensity there is no CO2e, and the
-// records say why.  Regions: ISO 3166-1 countries (DE, DEU), US states (US-CA), cloud regions
-// (gcp:europe-west4, aws:us-east-1, azure:westeurope).
+// No network, no guessing: without a region or an intensity there is no CO2e, and the records say
+// why; a region the tables do not list is bad input (with the closest names they do list), never
+// replaced by another.  Regions: regions.hpp.
 //
 // Thread-safety: factors and assessments are plain values; the tables are immutable after their
 // first use (a function-local static).
@@ -19,22 +19,10 @@
 #include <string_view>
 #include <vector>
 
+#include "carbon/regions.hpp"
 #include "util/json_writer.hpp"
 
 namespace joules::carbon {
-
-// A grid carbon intensity and its provenance.
-struct intensity {
-  double g_per_kwh = 0.0;
-  std::string region;  // as the user gave it, normalised: "DE", "US-CA", "gcp:europe-west4"
-  std::string name;    // "Germany", "California", "gcp europe-west4 (Eemshaven, NL)"
-  std::string source;  // the publisher, or "--carbon-intensity"
-  std::optional<int> year;
-  // user | country_average | us_state_average | cloud_provider (the provider's own figure for
-  // the region) | cloud_region_location (the grid average where the region is)
-  std::string method;
-  std::string licence;
-};
 
 struct price {
   double per_kwh = 0.0;
@@ -59,6 +47,10 @@ struct settings {
   std::string region_from = "--region";  // or "JOULES_REGION"
   std::optional<double> price_per_kwh;
   std::string currency = "USD";
+  // The numbers as the user typed them, for messages ("1e9" stays 1e9); empty: the value.
+  std::string pue_text;
+  std::string carbon_intensity_text;
+  std::string price_per_kwh_text;
 };
 
 struct factors {
@@ -67,21 +59,20 @@ struct factors {
   std::optional<intensity> grid;
   std::optional<price> cost;
   std::optional<equivalent> car;
-  std::string region;  // the region given, even when it is not in the tables
+  std::string region;  // the region given, normalised ("DE" for DEU)
   std::string note;    // why there is no CO2e, when there is none
 };
 
-// Which kind of region a text names.  Throws nothing; malformed text is region_kind::malformed.
-enum class region_kind { country, us_state, cloud, malformed };
-region_kind classify_region(std::string_view region);
-
-// The intensity of a region from the shipped tables; nullopt when it is well formed but not in
-// them.  `region` must not be malformed.
+// The intensity of a region from the shipped tables; nullopt when they do not list it or list
+// it without a figure.  `region` must not be malformed.
 std::optional<intensity> lookup_region(std::string_view region);
 
-// Settings into factors.  Throws usage_error (naming the value and what is accepted) for a
-// malformed region or out-of-range numbers; a region that is well formed but unknown gives
-// factors without an intensity and a note.
+// Settings into factors.  Throws usage_error (one line naming the value, where it came from and
+// what is accepted) for out-of-range numbers, a malformed region, and a region the tables do not
+// list (with the closest ones they do) unless --carbon-intensity gives the figure.  A region the
+// tables list without a figure gives factors without an intensity and a note.
+factors resolve(const settings& s, const region_tables& tables);
+// The same against the shipped tables, which are parsed only when a region is given.
 factors resolve(const settings& s);
 
 struct assessment {

@@ -53,7 +53,8 @@ const std::vector<option_spec>& carbon_option_specs() {
       {"region", 0, "REGION",
        "Where the electricity comes from, for its carbon intensity (shipped tables, no network): "
        "an ISO country code (DE, FRA), a US state (US-CA) or a cloud region (gcp:europe-west4, "
-       "aws:us-east-1, azure:westeurope).",
+       "aws:us-east-1, azure:westeurope). One the tables do not list is an error, with the "
+       "closest they do, unless --carbon-intensity gives the figure.",
        "JOULES_REGION, else none: energy only, no CO2e", false, kCarbon},
       {"price-per-kwh", 0, "P", "Price of one kWh, for the energy cost (PUE included).", "", false,
        kCarbon},
@@ -84,8 +85,10 @@ void read_component_options(const parsed_args& args, component_options& out) {
   out.estimate_cpu = args.has("estimate-cpu");
   if (args.has("cpu-tdp")) {
     const double w = number(args, "cpu-tdp", "watts from 1 to 2000");
-    if (!(w >= 1.0 && w <= 2000.0))
-      throw usage_error(fmt::format("--cpu-tdp '{}': expected watts from 1 to 2000", w));
+    if (!(w >= 1.0 && w <= 2000.0)) {
+      throw usage_error(
+          fmt::format("--cpu-tdp '{}': expected watts from 1 to 2000", *args.get("cpu-tdp")));
+    }
     if (!out.estimate_cpu) throw usage_error("--cpu-tdp applies only with --estimate-cpu");
     out.cpu_tdp_w = w;
   }
@@ -96,11 +99,19 @@ void read_component_options(const parsed_args& args, component_options& out) {
 
 carbon::settings read_carbon_settings(const parsed_args& args) {
   carbon::settings s;
-  if (args.has("pue")) s.pue = number(args, "pue", "a number from 1.0 to 5.0, e.g. 1.2");
-  if (args.has("carbon-intensity"))
+  // The text goes along so that messages echo what was typed ("1e9", not "1000000000").
+  if (args.has("pue")) {
+    s.pue = number(args, "pue", "a number from 1.0 to 5.0, e.g. 1.2");
+    s.pue_text = *args.get("pue");
+  }
+  if (args.has("carbon-intensity")) {
     s.carbon_intensity = number(args, "carbon-intensity", "grams of CO2e per kWh, e.g. 350");
-  if (args.has("price-per-kwh"))
+    s.carbon_intensity_text = *args.get("carbon-intensity");
+  }
+  if (args.has("price-per-kwh")) {
     s.price_per_kwh = number(args, "price-per-kwh", "a price per kWh, e.g. 0.25");
+    s.price_per_kwh_text = *args.get("price-per-kwh");
+  }
   if (auto c = args.get("currency")) {
     if (!args.has("price-per-kwh"))
       throw usage_error("--currency applies only with --price-per-kwh");

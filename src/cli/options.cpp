@@ -83,6 +83,19 @@ parsed_args parse(const command_spec& spec, std::span<const std::string> args) {
       throw usage_error(fmt::format("--{} needs a value ({}); see joules {} --help", o.name,
                                     o.value_name, spec.name));
     }
+    // `--region -- cmd` is a forgotten value, not a region named "--": taking it would also
+    // swallow the separator and run "cmd" as if it were an option.  Likewise `--output --json`.
+    const std::string& next = args[i + 1];
+    if (next == "--") {
+      throw usage_error(fmt::format("--{} needs a value ({}) before '--'; see joules {} --help",
+                                    o.name, o.value_name, spec.name));
+    }
+    if (next.starts_with("--") &&
+        find_long(spec, std::string_view(next).substr(2, next.find('=') - 2)) != nullptr) {
+      throw usage_error(
+          fmt::format("--{} needs a value ({}), not the option '{}'; see joules {} --help", o.name,
+                      o.value_name, next, spec.name));
+    }
     return args[++i];
   };
   auto store = [&](const option_spec& o, std::string value) {

@@ -4,7 +4,9 @@
 //
 // Syntax: `joules SUBCOMMAND [OPTIONS] [--] [CMD [ARGS...]]`.  Options come first; for
 // subcommands that run a command, the first word that is not an option (or everything after
-// `--`) is the command, passed on untouched.  `--name VALUE` and `--name=VALUE` are both accepted.
+// `--`) is the command, passed on untouched.  `--name VALUE` and `--name=VALUE` are both accepted;
+// a separate VALUE may not be `--` or another of the subcommand's long options (a forgotten
+// value), `--name=VALUE` takes any text.
 
 #include <map>
 #include <optional>

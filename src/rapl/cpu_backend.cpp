@@ -28,11 +28,11 @@ cpu_backend::cpu_backend(const component_options& options)
   meta_.library_path = discovery_.root;
   cpu_ = read_cpu_identity(proc_root_);
 
-  auto not_measured = [&](device_kind kind, bool unreadable) {
+  auto not_measured = [&](device_kind kind, const std::string& reason, bool unreadable) {
     component_status c;
     c.kind = kind;
     c.method = energy_method::none;
-    c.detail = discovery_.reason.empty() ? "no RAPL domain for it" : discovery_.reason;
+    c.detail = reason.empty() ? std::string("no RAPL domain for it") : reason;
     if (unreadable) c.fix = discovery_.fix;
     return c;
   };
@@ -45,7 +45,8 @@ cpu_backend::cpu_backend(const component_options& options)
     } else if (options.estimate_cpu) {
       add_estimate(options);
     } else {
-      const auto c = not_measured(device_kind::cpu, discovery_.cpu_unreadable);
+      const auto c =
+          not_measured(device_kind::cpu, discovery_.cpu_reason, discovery_.cpu_unreadable);
       if (options.named) {
         throw fatal_error(fmt::format(
             "--components cpu: CPU energy cannot be measured: {}{}; or add --estimate-cpu for a "
@@ -56,14 +57,23 @@ cpu_backend::cpu_backend(const component_options& options)
     }
   }
   if (options.dram) {
-    if (!discovery_.dram.empty()) {
+    // With psys as the CPU, the DRAM is already in it: adding its zones would count it twice.
+    const bool in_psys = discovery_.dram_inside_psys && options.cpu && !discovery_.cpu.empty();
+    if (!discovery_.dram.empty() && !in_psys) {
       add_zones(discovery_.dram, device_kind::dram);
       components_.push_back({device_kind::dram, energy_method::counter,
                              fmt::format("RAPL {}", join_ids(discovery_, discovery_.dram)), ""});
     } else {
-      auto c = not_measured(device_kind::dram, discovery_.dram_unreadable);
-      if (discovery_.state != status::absent && !discovery_.dram_unreadable) {
-        c.detail = "this CPU's RAPL has no dram domain (client CPUs and AMD Zen have none)";
+      auto c = not_measured(device_kind::dram, discovery_.dram_reason, discovery_.dram_unreadable);
+      if (in_psys) {
+        c.detail =
+            fmt::format("counted in the CPU's {} (psys covers the whole platform, memory included)",
+                        join_ids(discovery_, discovery_.cpu));
+        c.fix.clear();
+        if (!discovery_.dram.empty()) {
+          c.detail += fmt::format(", not added twice; --components without cpu measures {} alone",
+                                  join_ids(discovery_, discovery_.dram));
+        }
       }
       if (options.named) {
         throw fatal_error(fmt::format("--components dram: DRAM energy cannot be measured: {}{}",
@@ -141,7 +151,7 @@ void cpu_backend::add_estimate(const component_options& options) {
   if (cpu_.hypervisor) {
     detail += "; a VM: the TDP is the whole socket's, so this likely over-estimates a share of it";
   }
-  if (discovery_.state != status::readable) detail += "; RAPL: " + discovery_.reason;
+  if (!discovery_.cpu_reason.empty()) detail += "; RAPL: " + discovery_.cpu_reason;
   components_.push_back({device_kind::cpu, energy_method::estimated, detail,
                          discovery_.cpu_unreadable ? discovery_.fix : std::string()});
 }

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <sys/stat.h>
@@ -142,15 +143,31 @@ void collect(const std::string& dir, std::vector<zone>& out, std::set<std::strin
   }
 }
 
-std::string fix_text(const std::string& root) {
+// The commands that make the counters readable.  chmod: one glob per directory holding an
+// unreadable zone (/sys/class/powercap lists every zone flat; the nested layout has subzones
+// inside zones).  udev: the rule runs on "add" events, and `udevadm trigger` sends "change"
+// unless told otherwise, so the trigger asks for "add" to apply the rule without a reboot.
+std::string fix_text(const std::vector<std::string>& zone_dirs) {
+  std::set<std::string> parents;
+  for (const auto& dir : zone_dirs)
+    parents.insert(dir.substr(0, dir.rfind('/')));
+  std::string globs;
+  for (const auto& parent : parents)
+    globs += fmt::format(" {}/intel-rapl:*/energy_uj", parent);
   return fmt::format(
-      "run joules as root, or make the counters readable: sudo chmod a+r "
-      "{0}/intel-rapl:*/energy_uj "
-      "{0}/intel-rapl:*:*/energy_uj (until the next reboot); to keep it, a udev rule: echo "
-      "'ACTION==\"add\", SUBSYSTEM==\"powercap\", KERNEL==\"intel-rapl:*\", RUN+=\"/bin/chmod a+r "
-      "%S%p/energy_uj\"' | sudo tee /etc/udev/rules.d/99-joules-rapl.rules && sudo udevadm trigger "
-      "--subsystem-match=powercap (docs/carbon.md: a group instead of a+r)",
-      root);
+      "run joules as root, or make the counters readable: sudo chmod a+r{} (until the next "
+      "reboot); to keep it, a udev rule: echo 'ACTION==\"add\", SUBSYSTEM==\"powercap\", "
+      "KERNEL==\"intel-rapl:*\", RUN+=\"/bin/chmod a+r %S%p/energy_uj\"' | sudo tee "
+      "/etc/udev/rules.d/99-joules-rapl.rules && sudo udevadm control --reload && sudo udevadm "
+      "trigger --action=add --subsystem-match=powercap (docs/carbon.md: a group instead of a+r)",
+      globs);
+}
+
+// "/x/intel-rapl:0/energy_uj is readable by root only (...)", naming the first of `paths`.
+std::string root_only(const std::vector<std::string>& paths) {
+  return fmt::format(
+      "{}/energy_uj {} readable by root only (Linux 5.10 and later, CVE-2020-8694)", paths.front(),
+      paths.size() > 1 ? fmt::format("and {} more are", paths.size() - 1) : std::string("is"));
 }
 
 }  // namespace
@@ -204,9 +221,10 @@ counter_read read_energy_uj(const std::string& zone_path) {
 
 std::uint64_t wrap_modulus_uj(std::uint64_t range) {
   constexpr double kCounterMax = 4294967295.0;  // 2^32 - 1
-  const auto unit =
-      static_cast<std::uint64_t>(std::llround(static_cast<double>(range) / kCounterMax));
-  return range + std::max<std::uint64_t>(unit, 1);
+  const double unit_nj = std::round(static_cast<double>(range) * 1000.0 / kCounterMax);
+  const auto turn =
+      static_cast<std::uint64_t>(std::llround((kCounterMax + 1.0) * unit_nj / 1000.0));
+  return std::max(turn, range + 1);
 }
 
 double max_read_interval_s(std::uint64_t modulus_uj) {
@@ -232,13 +250,18 @@ discovery discover(const std::string& root) {
                          "or intel_rapl_msr not loaded)",
                          root)
                    : fmt::format("no {} (a VM, or a container that masks powercap)", root);
+    d.cpu_reason = d.dram_reason = d.reason;
     return d;
   }
 
   const bool any_package = std::any_of(d.zones.begin(), d.zones.end(), [](const zone& z) {
     return z.kind == domain::package && z.energy != access::missing;
   });
-  std::vector<std::string> unreadable;
+  std::vector<std::string> cpu_unreadable;  // zone directories
+  std::vector<std::string> dram_unreadable;
+  std::vector<std::string> cpu_left_out;  // why a package or psys zone is not summed
+  std::vector<std::string> dram_left_out;
+  bool any_dram = false;
   for (std::size_t i = 0; i < d.zones.size(); ++i) {
     const zone& z = d.zones[i];
     const std::string label = fmt::format("{} ({})", z.id, z.name.empty() ? "no name" : z.name);
@@ -249,6 +272,7 @@ discovery discover(const std::string& root) {
         break;
       case domain::dram:
         summed_kind = true;
+        any_dram = true;
         break;
       case domain::psys:
         if (any_package) {
@@ -266,33 +290,66 @@ discovery discover(const std::string& root) {
         break;
     }
     if (!summed_kind) continue;
-    if (z.energy == access::missing) {
-      d.left_out.push_back(fmt::format("{}: no readable energy_uj ({})", label,
-                                       z.error != 0 ? std::strerror(z.error) : "missing"));
-      continue;
-    }
-    if (!z.max_energy_range_uj || *z.max_energy_range_uj == 0) {
-      d.left_out.push_back(fmt::format(
-          "{}: no max_energy_range_uj, so a wrap of its counter could not be told apart", label));
-      continue;
-    }
     const bool is_dram = z.kind == domain::dram;
+    std::string why;
+    if (z.energy == access::missing) {
+      why = fmt::format("{}: no readable energy_uj ({})", label,
+                        z.error != 0 ? std::strerror(z.error) : "missing");
+    } else if (!z.max_energy_range_uj || *z.max_energy_range_uj == 0) {
+      why = fmt::format(
+          "{}: no max_energy_range_uj, so a wrap of its counter could not be told apart", label);
+    }
+    if (!why.empty()) {
+      (is_dram ? dram_left_out : cpu_left_out).push_back(why);
+      d.left_out.push_back(std::move(why));
+      continue;
+    }
     if (z.energy == access::unreadable) {
-      unreadable.push_back(z.path + "/energy_uj");
-      (is_dram ? d.dram_unreadable : d.cpu_unreadable) = true;
+      (is_dram ? dram_unreadable : cpu_unreadable).push_back(z.path);
       continue;
     }
     (is_dram ? d.dram : d.cpu).push_back(i);
   }
   // A component with one unreadable zone is not measured at all: half the packages is not the CPU.
+  d.cpu_unreadable = !cpu_unreadable.empty();
+  d.dram_unreadable = !dram_unreadable.empty();
   if (d.cpu_unreadable) d.cpu.clear();
   if (d.dram_unreadable) d.dram.clear();
+  // psys covers the whole SoC, memory included: its DRAM zones are inside it, not beside it.
+  d.dram_inside_psys = !d.cpu.empty() && d.zones[d.cpu.front()].kind == domain::psys;
+  if (d.dram_inside_psys) {
+    for (std::size_t i : d.dram) {
+      d.left_out.push_back(fmt::format(
+          "{} ({}): inside psys {}, which covers the whole platform: measured only without the CPU",
+          d.zones[i].id, d.zones[i].name, d.zones[d.cpu.front()].id));
+    }
+  }
+
+  auto component_reason = [&](const std::vector<std::string>& unreadable,
+                              const std::vector<std::string>& left_out, std::string none) {
+    if (!unreadable.empty()) return root_only(unreadable);
+    if (!left_out.empty()) return fmt::format("{}", fmt::join(left_out, "; "));
+    return none;
+  };
+  if (d.cpu.empty()) {
+    d.cpu_reason = component_reason(cpu_unreadable, cpu_left_out,
+                                    fmt::format("no package or psys zone under {}", root));
+  }
+  if (d.dram.empty()) {
+    d.dram_reason = component_reason(
+        dram_unreadable, dram_left_out,
+        any_dram ? fmt::format("no dram zone with a readable counter under {}", root)
+                 : std::string("this CPU's RAPL has no dram domain (AMD Zen and many desktop "
+                               "CPUs have none)"));
+  }
+
+  std::vector<std::string> unreadable = cpu_unreadable;
+  unreadable.insert(unreadable.end(), dram_unreadable.begin(), dram_unreadable.end());
+  std::sort(unreadable.begin(), unreadable.end());
   if (!unreadable.empty()) {
     d.state = status::unreadable;
-    d.reason = fmt::format(
-        "{} {} readable by root only (Linux 5.10 and later, CVE-2020-8694)", unreadable.front(),
-        unreadable.size() > 1 ? fmt::format("and {} more are", unreadable.size() - 1) : "is");
-    d.fix = fix_text(root);
+    d.reason = root_only(unreadable);
+    d.fix = fix_text(unreadable);
   } else if (d.cpu.empty() && d.dram.empty()) {
     d.state = status::absent;
     d.reason = fmt::format("no package, psys or dram zone with a readable counter under {}", root);

@@ -9,7 +9,8 @@
 //
 // AMD Zen CPUs expose the same intel-rapl zones (the kernel's intel_rapl driver covers AMD
 // families 17h, 19h and 1Ah).  Summed: every package and every DRAM zone; psys only where there
-// is no package zone; never core or uncore; never the intel-rapl-mmio duplicates of packages.
+// is no package zone, and then without the DRAM zones (psys covers the whole SoC, its memory
+// included); never core or uncore; never the intel-rapl-mmio duplicates of packages.
 //
 // Since Linux 5.10 (CVE-2020-8694) energy_uj is readable by root only: "absent" (no zones: a VM,
 // a container that masks powercap, a kernel without RAPL for this CPU), "unreadable" (with the
@@ -54,6 +55,12 @@ struct discovery {
   std::string fix;  // unreadable: the exact commands that make the counters readable
   bool cpu_unreadable = false;
   bool dram_unreadable = false;
+  // Why `cpu` or `dram` is empty, each naming its own zones (empty when there are zones).
+  std::string cpu_reason;
+  std::string dram_reason;
+  // `cpu` is psys, which contains the DRAM: the DRAM zones in `dram` are measured only when the
+  // CPU is not (cpu_backend.hpp), never added to psys.
+  bool dram_inside_psys = false;
 };
 
 // JOULES_POWERCAP_ROOT when set, else /sys/class/powercap.
@@ -74,10 +81,12 @@ counter_read read_energy_uj(const std::string& zone_path);
 // more since the previous read is a reset, not a wrap.  Also sets how often counters are read.
 inline constexpr double kMaxPlausiblePowerW = 2000.0;
 
-// One full turn of a counter whose max_energy_range_uj is `range`: the kernel computes that range
-// as the 32-bit hardware counter's largest value (2^32 - 1) times the energy unit, so a turn is
-// the range plus one unit, the unit being range / (2^32 - 1) (61 µJ on most Intel CPUs, 15 µJ on
-// AMD Zen and on Intel server DRAM).  At least range + 1 µJ.
+// One full turn of a counter whose max_energy_range_uj is `range`, rounded to the µJ.  The kernel
+// (drivers/powercap/intel_rapl_common.c) keeps the energy unit in whole nJ, 2^-ESU J truncated
+// (61035 nJ for ESU 14 on most Intel CPUs, 15258 nJ for ESU 16 on AMD Zen, a fixed 15300 nJ for
+// Intel server DRAM), and reports the 32-bit counter's largest value times it: 262143328850,
+// 65532610987 and 65712999613 µJ.  A turn is 2^32 units: 262143328911, 65532611002 and
+// 65712999629 µJ.  At least range + 1 µJ.
 std::uint64_t wrap_modulus_uj(std::uint64_t max_energy_range_uj);
 
 // The longest time between two reads that cannot miss a wrap at kMaxPlausiblePowerW, with a

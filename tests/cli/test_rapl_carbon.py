@@ -14,9 +14,12 @@ import pytest
 from conftest import JOULES, ROOT, joules, records_of
 
 FIXTURES = ROOT / "tests" / "fixtures" / "powercap"
-INTEL_RANGE = 262143998865
-AMD_RANGE = 65535999716
+# max_energy_range_uj as real kernels report it (tests/fixtures/powercap/README.md).
+INTEL_RANGE = 262143328850
+AMD_RANGE = 65532610987
 SIM1 = ["--backend", "sim", "--sim-gpus", "1", "--sim-profile", "0.5"]  # 70 + 315 W
+OWID_ATTRIBUTION = ("Ember (2025); Energy Institute - Statistical Review of World Energy (2025) - "
+                    "with major processing by Our World in Data")
 
 
 def tree(tmp, name):
@@ -142,6 +145,32 @@ def test_psys_is_not_added_to_the_package(tmp):
     assert round(end["energy_j"] * 1e6) == 8_000_000
 
 
+def test_dram_is_not_added_to_psys(tmp):
+    # psys covers the whole SoC, memory included: with psys as the CPU the DRAM zone is in it.
+    root = tree(tmp, "psys-dram")
+    script = set_script(root, [(0.3, {"intel-rapl:0": counter(root, "intel-rapl:0") + 9_000_003,
+                                      "intel-rapl:0:0": counter(root, "intel-rapl:0:0") + 1_500_001})])
+    r, recs, notes = run(root, *SIM1, script=script)
+    assert r.returncode == 0, r.stderr
+    begin, end = recs
+    assert [d["uuid"] for d in end["devices"] if d["kind"] != "gpu"] == ["intel-rapl:0"]
+    assert round(end["components"]["cpu"]["energy_j"] * 1e6) == 9_000_003
+    dram = [c for c in begin["components"] if c["kind"] == "dram"][0]
+    assert not dram["measured"] and dram["detail"].startswith("counted in the CPU's intel-rapl:0 psys")
+    # Alone, the DRAM zone is measured; named with the CPU it cannot be told apart.
+    alone = tmp / "alone"
+    alone.mkdir()
+    root = tree(alone, "psys-dram")
+    script = set_script(root, [(0.3, {"intel-rapl:0:0": counter(root, "intel-rapl:0:0") + 1_500_001})])
+    r, recs, _ = run(root, "--components", "dram", script=script)
+    assert r.returncode == 0, r.stderr
+    end = records_of(r.stderr, "session_end")[0]
+    assert [d["uuid"] for d in end["devices"]] == ["intel-rapl:0:0"]
+    assert round(end["energy_j"] * 1e6) == 1_500_001
+    r, _, _ = run(root, "--components", "cpu,dram")
+    assert r.returncode == 125 and "--components dram: DRAM energy cannot be measured: counted in" in r.stderr
+
+
 def test_no_powercap_gpu_totals_unchanged_and_said_once(tmp):
     r, recs, notes = run(tmp / "none", *SIM1)
     assert r.returncode == 0 and notes == []
@@ -186,7 +215,8 @@ def test_unreadable_counters_are_told_apart_and_the_fix_printed():
         note = [l for l in lines if l.startswith("joules: note: CPU energy is not measured")]
         assert len(note) == 1, r.stderr
         assert "readable by root only" in note[0] and f"sudo chmod a+r {root}/intel-rapl:*/energy_uj" in note[0]
-        assert "udev" in note[0]
+        assert "sudo udevadm control --reload && sudo udevadm trigger --action=add --subsystem-match=powercap" in note[0]
+        assert "ACTION==\"add\"" in note[0]
         assert "CPU not measured: " in lines[-1] and "readable by root only" in lines[-1]
         r = unreadable_run(root, *SIM1, "--components", "gpu,cpu")
         assert r.returncode == 125 and "sudo chmod a+r" in r.stderr and len(r.stderr.splitlines()) == 1
@@ -239,12 +269,14 @@ def test_carbon_pue_and_price_flow_into_every_output(tmp):
                                                                      "source": "--price-per-kwh"}
     assert f["intensity"]["g_per_kwh"] == 344.1 and f["intensity"]["year"] == 2024
     assert f["intensity"]["licence"] == "CC BY 4.0" and "Our World in Data" in f["intensity"]["source"]
+    assert f["intensity"]["attribution"] == OWID_ATTRIBUTION
     c = end["carbon"]
     kwh = end["energy_j"] / 3.6e6
     assert c["energy_kwh"] == pytest.approx(kwh, rel=1e-12)
     assert c["facility_energy_kwh"] == pytest.approx(1.5 * kwh, rel=1e-12)
     assert c["co2e_g"] == pytest.approx(1.5 * kwh * 344.1, rel=1e-12)
-    assert c["co2e"] == {**c["co2e"], "region": "DE", "year": 2024, "method": "country_average"}
+    assert c["co2e"] == {**c["co2e"], "region": "DE", "year": 2024, "method": "country_average",
+                         "attribution": OWID_ATTRIBUTION}
     assert c["cost"] == pytest.approx(1.5 * kwh * 0.3, rel=1e-12)
     assert c["cost_basis"]["currency"] == "EUR" and c["cost_basis"]["method"] == "user_price"
     assert c["equivalent"]["car_km"] == pytest.approx(c["co2e_g"] / 106.8, rel=1e-12)
@@ -260,16 +292,39 @@ def test_region_from_the_environment_and_cloud_regions():
     assert "US-VA" in end["carbon"]["co2e"]["source"]
     r = joules("run", *SIM1, "--json", "--region", "gcp:europe-west4", "--", "true",
                env={"JOULES_REGION": "FR"})  # the option wins
-    assert records_of(r.stderr, "session_end")[0]["carbon"]["co2e"]["intensity_g_per_kwh"] == 236
+    co2e = records_of(r.stderr, "session_end")[0]["carbon"]["co2e"]
+    assert co2e["intensity_g_per_kwh"] == 236 and co2e["year"] == 2023  # Google's 2023 figures
 
 
-def test_unknown_or_missing_region_means_energy_only_said_once():
-    r = joules("run", *SIM1, "--", "true", env={"JOULES_REGION": "ZZ"})
+def test_an_alpha3_code_is_the_alpha2_code_in_every_output(tmp):
+    out = tmp / "run.jsonl"
+    r = joules("run", *SIM1, "--region", "deu", "--output", out, "--", "true")
+    assert r.returncode == 0, r.stderr
+    begin, end = (json.loads(l) for l in out.read_text().splitlines())
+    assert begin["carbon"]["region"] == "DE" and begin["carbon"]["intensity"]["region"] == "DE"
+    assert end["carbon"]["co2e"]["region"] == "DE"
+    assert "g CO2e (DE, 344 g/kWh" in r.stderr.strip().splitlines()[-1]
+
+
+def test_an_unknown_region_from_the_environment_stops_before_anything_starts(tmp):
+    marker = tmp / "ran"
+    r = joules("run", *SIM1, "--", "touch", marker, env={"JOULES_REGION": "UK"})
+    assert r.returncode == 2 and not marker.exists()
+    assert r.stderr == ("joules: error: JOULES_REGION 'UK' (from the environment) is not in joules' tables; "
+                        "did you mean GB (United Kingdom)? (docs/carbon.md says which regions they hold; --carbon-intensity G "
+                        "gives the figure for any region)\n")
+    # With --carbon-intensity the region is only a label.
+    r = joules("run", *SIM1, "--json", "--carbon-intensity", "100", "--", "true", env={"JOULES_REGION": "UK"})
+    assert r.returncode == 0, r.stderr
+    assert records_of(r.stderr, "session_end")[0]["carbon"]["co2e"]["region"] == "UK"
+
+
+def test_no_region_means_energy_only_said_once():
+    r = joules("run", *SIM1, "--", "true")
     assert r.returncode == 0
-    line = r.stderr.strip().splitlines()[-1]
-    assert len(r.stderr.strip().splitlines()) == 1
-    assert "; no CO2e: region 'ZZ' (from JOULES_REGION) is not in joules' tables" in line
-    assert line.count("CO2e") == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].count("CO2e") == 1
+    assert "; no CO2e: no region given (--region, JOULES_REGION) and no --carbon-intensity" in lines[0]
     r = joules("run", *SIM1, "--json", "--", "true")
     end = records_of(r.stderr, "session_end")[0]
     assert end["carbon"]["co2e_g"] is None and "no region given" in end["carbon"]["note"]
@@ -277,6 +332,13 @@ def test_unknown_or_missing_region_means_energy_only_said_once():
 
 @pytest.mark.parametrize("args,fragment", [
     (["--region", "Germany"], "--region 'Germany': expected an ISO country code"),
+    (["--region", "UK"], "--region 'UK' is not in joules' tables; did you mean GB (United Kingdom)?"),
+    (["--region", "gcp:europe-west99"], "not in joules' tables; did you mean gcp:europe-west9 (Paris, FR), "),
+    (["--region"], "--region needs a value (REGION) before '--'"),
+    (["--output"], "--output needs a value (FILE) before '--'"),
+    (["--region", "--pue", "1.2"], "--region needs a value (REGION), not the option '--pue'"),
+    (["--carbon-intensity", "1e9"], "--carbon-intensity '1e9': expected grams"),
+    (["--price-per-kwh", "2e3"], "--price-per-kwh '2e3': expected a price"),
     (["--pue", "0.8"], "--pue '0.8': expected a power usage effectiveness from 1.0 to 5.0"),
     (["--carbon-intensity", "lots"], "--carbon-intensity 'lots': expected grams"),
     (["--price-per-kwh", "0.2", "--currency", "eur"], "--currency 'eur': expected a three-letter"),

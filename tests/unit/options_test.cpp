@@ -64,6 +64,30 @@ TEST(Options, BadInputNamesTheValueAndWhatIsAccepted) {
   expect_error({}, "joules run needs a command to run");
 }
 
+TEST(Options, AValueIsNeverTheSeparatorNorAnotherOption) {
+  // `--region -- cmd`: "--" is not a region, and taking it would run "cmd" as an option.
+  expect_error({"--region", "--", "true"}, "--region needs a value (REGION) before '--'");
+  expect_error({"--interval", "--", "true"}, "--interval needs a value (MS) before '--'");
+  expect_error({"-o", "--", "true"}, "--output needs a value (FILE) before '--'");
+  expect_error({"--output", "--json", "true"},
+               "--output needs a value (FILE), not the option '--json'");
+  expect_error({"--pue", "--region=DE", "true"},
+               "--pue needs a value (X), not the option '--region=DE'");
+  // Every option that takes a value of run's table refuses both.
+  for (const auto& o : run_spec().options) {
+    if (o.value_name.empty()) continue;
+    const std::string name = "--" + std::string(o.name);
+    expect_error({name, "--", "true"}, name + " needs a value");
+    expect_error({name, "--quiet", "true"}, name + " needs a value");
+  }
+  // A value that merely starts with dashes, or is given with '=', is the option's value.
+  EXPECT_EQ(parse_run({"--output=--", "true"}).get("output"), "--");
+  EXPECT_EQ(parse_run({"--label", "--x=1", "true"}).get("label"), "--x=1");
+  const auto a = parse_run({"--region", "DE", "--", "sh", "-c", "true"});
+  EXPECT_EQ(a.get("region"), "DE");
+  EXPECT_EQ(a.positional(), (std::vector<std::string>{"sh", "-c", "true"}));
+}
+
 TEST(Options, HelpListsEveryOptionOfTheTable) {
   const std::string help = help_text(run_spec());
   for (const auto& o : run_spec().options) {
