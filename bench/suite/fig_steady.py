@@ -7,16 +7,21 @@ workload excluded) from 2 s after the workload started to 1 s before it ends, so
 shutdown are left out.  Memory: the peak of the tool's resident set (VmHWM, summed over its
 processes), and VmRSS early and late in the run to show growth.
 
-Also: `joules serve` idle (its default 1 s interval) and `matcha run --prometheus` (100 ms), and
-scaling of the sampler cost with 1 and 64 GPUs (joules, matcha)."""
+Also: `joules serve` idle (its default 1 s interval) and `matcha run --prometheus` (100 ms),
+scaling of the sampler cost with 1 and 64 GPUs (joules, matcha), the floor of any 100 ms sampler
+on this machine (bench/floor/wake.c: a thread that only wakes up every 100 ms), and joules' memory
+against run length: an hour of readings at the default 100 ms (36,000) taken in 36 s by reading
+every millisecond, against 600 and 6,000 readings.  The fake NVML's clock is the machine's, so
+a run is not sped up as a whole; what grows with run length is the number of readings."""
 from __future__ import annotations
 
 import signal
+import subprocess
 import time
 
 from . import tools
-from .common import (JOULES, TOOLS, VENV, Watched, constant_scenario, fake_env, free_port, ratio,
-                     rmtree, summary)
+from .common import (JOULES, ROOT, TOOLS, VENV, Watched, constant_scenario, fake_env, free_port,
+                     ratio, rmtree, summary)
 from .render import fmt_mb, fmt_pct, fmt_ratio, fmt_spread
 
 NAME = "steady"
@@ -109,8 +114,41 @@ def run(ctx) -> dict:
         for d in dirs:
             rmtree(d)
     return {"tools": out, "scaling_gpus_cpu": scaling, "scaling_gpus_rss_kb": scaling_rss,
+            "floor": _floor(ctx, sseconds), "run_length": _run_length(ctx, env),
             "conditions": {"gpus": 8, "latency_us": 20, "seconds": seconds, "repetitions": reps,
                            "scaling_seconds": sseconds, "intervals": tools.DEFAULT_INTERVAL}}
+
+
+def _floor(ctx, seconds) -> dict:
+    """CPU per wall second of a thread that only wakes up every 100 ms (bench/floor/wake.c)."""
+    exe = ctx.tmpdir("floor") / "wake"
+    subprocess.run(["cc", "-O2", "-o", str(exe), str(ROOT / "bench" / "floor" / "wake.c")],
+                   check=True)
+    ctx.log(f"steady: {seconds} s of a bare 100 ms wake-up (the floor of a 100 ms sampler)")
+    res = _batch(ctx, {"floor": ([str(exe), "100", str(seconds + 30)], None, None)}, seconds, {})
+    return {"cpu_per_wall_s": res["floor"].get("cpu_per_wall_s"), "period_ms": 100}
+
+
+def _run_length(ctx, env) -> dict:
+    """joules' memory against the number of readings: read every 1 ms, 36 s hold the readings of
+    an hour at the default 100 ms.  joules keeps the last 10 s of readings (whatever the
+    interval) while no boundary waits for its energy, so the resident set must be flat from
+    about 10 s on: it is read at 12 s, 24 s and at the end."""
+    seconds = 36.0
+    d = ctx.tmpdir("length")
+    argv = [str(JOULES), "run", "-q", "--interval", "1", "-o", str(d / "joules.jsonl"), "--",
+            "sleep", str(seconds)]
+    ctx.log(f"steady: 36,000 readings of 8 GPUs in {seconds:.0f} s (joules --interval 1)")
+    w = Watched("joules", argv, env, workload="sleep", period=0.25)
+    w.wait(timeout=seconds + 60)
+    t0 = w.t_workload
+    points = {}
+    for at in (12.0, 24.0, seconds - 0.5):
+        smp = w.at(t0 + at) if t0 else None
+        points[f"{at:.0f}"] = smp.rss_kb if smp else None
+    rmtree(d)
+    return {"readings": 36000, "interval_ms": 1, "rss_kb_at_s": points,
+            "peak_rss_kb": w.peak_hwm_kb(), "exit_status": w.status}
 
 
 def tables(res: dict) -> list[dict]:
@@ -149,7 +187,27 @@ def tables(res: dict) -> list[dict]:
         srows.append([f"{tool} CPU"] + [fmt_pct(sc[g][tool] * 100 if sc[g][tool] is not None else None)
                                         for g in ("1", "8", "64")])
         srows.append([f"{tool} peak RSS"] + [fmt_mb(sr[g][tool]) for g in ("1", "8", "64")])
+    floor = res.get("floor", {}).get("cpu_per_wall_s")
+    if floor is not None:
+        rows_cpu.append(["(floor: a thread that only wakes up every 100 ms)", fmt_pct(floor * 100),
+                         "", "1", "bench/floor/wake.c", ""])
+    lrows = []
+    length = res.get("run_length", {})
+    if length.get("rss_kb_at_s"):
+        pts = length["rss_kb_at_s"]
+        keys = list(pts)
+        growth = (None if None in (pts[keys[0]], pts[keys[-1]])
+                  else f"{pts[keys[-1]] - pts[keys[0]]:+,.0f} kB")
+        lrows.append(["36,000 (an hour at 100 ms)"] + [fmt_mb(pts[k]) for k in keys]
+                     + [growth or "–", fmt_mb(length.get("peak_rss_kb"))])
     sec = res["conditions"]["seconds"]
+    extra = []
+    if lrows:
+        extra.append({"title": "joules' memory against run length: 8 GPUs read every 1 ms, so "
+                               "that 36 s hold the readings of an hour at the default 100 ms",
+                      "columns": ["readings", "RSS at 12 s", "at 24 s", "at the end",
+                                  "growth, 12 s → end", "peak RSS"],
+                      "rows": lrows})
     return [
         {"title": f"Sampler CPU per wall second (% of one core) during `TOOL -- sleep {sec}`, "
                   "8 GPUs, 20 µs per NVML call",
@@ -162,5 +220,5 @@ def tables(res: dict) -> list[dict]:
         {"title": "Sampler cost against the number of GPUs (median of the runs at 8 GPUs; one "
                   f"{res['conditions']['scaling_seconds']} s run at 1 and 64)",
          "columns": ["", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
-    ]
+    ] + extra
 

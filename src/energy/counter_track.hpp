@@ -71,6 +71,12 @@ class counter_track {
   // Forgets anchors that are no longer needed to interpolate at or after t.
   void trim_before(double t);
 
+  // The first update the periodic model predicts after t (nullopt for other models).
+  std::optional<double> next_update_after(double t) const {
+    const auto u = predicted_update_at_or_before(t);
+    return u ? std::optional<double>(*u + period_) : std::nullopt;
+  }
+
   model_kind model() const { return model_; }
   double period_s() const { return period_; }
   bool has_reads() const { return has_last_; }

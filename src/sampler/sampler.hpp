@@ -36,6 +36,9 @@ struct sampler_options {
   std::chrono::milliseconds interval{100};
   // Dense reads at the edges: their spacing, and how long the start may take at most.
   std::chrono::microseconds burst_spacing{1000};
+  // After a boundary, until a few milliseconds before a stepped counter's predicted update, the
+  // reads that shape the energy between the boundary and that update come this far apart.
+  std::chrono::microseconds shape_spacing{1000};
   std::chrono::milliseconds start_burst_max{350};
   std::chrono::milliseconds end_burst_max{250};
   // How long finish() waits for a sampler stuck in a hung backend call before giving up on it.
