@@ -145,6 +145,20 @@ void accounting::finish_windows(bool final) {
       dw.method = tl.has_readings() ? tl.method_between(a.t, b.t) : energy_method::none;
       dw.lost = tl.lost_at() && *tl.lost_at() < b.t;
     }
+    // Power reached at least its average over the window: in a window shorter than a few
+    // readings, the readings can miss the peak, and a peak below the average is no peak.
+    if (w.duration_s() > 0.0) {
+      double avg_sum = 0.0;
+      bool any = false;
+      for (auto& dw : w.devices) {
+        if (!dw.peak_power_w || !dw.energy_uj) continue;
+        const double avg = static_cast<double>(*dw.energy_uj) / 1e6 / w.duration_s();
+        dw.peak_power_w = std::max(*dw.peak_power_w, avg);
+        avg_sum += avg;
+        any = true;
+      }
+      if (any) w.peak_power_w = std::max(w.peak_power_w.value_or(0.0), avg_sum);
+    }
     finished_.push_back(std::move(w));
     boundaries_.pop_front();
   }

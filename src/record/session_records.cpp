@@ -341,8 +341,8 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
   }
   const auto parts = component_totals(ctx, out.window);
   if (parts.size() == 1 && parts[0].kind == device_kind::gpu) {
-    s += fmt::format("; {}; {}, {} samples", device_summary(ctx.devices), run_method(out.window),
-                     out.window.ticks);
+    s += fmt::format("; {}; {}, {} sample{}", device_summary(ctx.devices), run_method(out.window),
+                     out.window.ticks, out.window.ticks == 1 ? "" : "s");
   } else {
     // GPU, CPU and DRAM each with their energy and method: a node total is never a blur.
     std::string list;
@@ -361,7 +361,7 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
                   ? fmt::format("{} {} ({})", what, part_j, t.method)
                   : fmt::format("{} {} ({}, {})", what, part_j, device_summary(of_kind), t.method);
     }
-    s += fmt::format("; {}; {} samples", list, out.window.ticks);
+    s += fmt::format("; {}; {} sample{}", list, out.window.ticks, out.window.ticks == 1 ? "" : "s");
   }
 
   if (ctx.backend.backend == "sim") s += " (simulated: a model, not a measurement)";

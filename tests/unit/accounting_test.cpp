@@ -227,5 +227,31 @@ TEST(Accounting, ALongRunWithOneOpenWindowHoldsBoundedMemory) {
   }
 }
 
+TEST(Accounting, PeakIsNeverBelowTheWindowsAverage) {
+  // A short window: its power reading (100 W) misses what the counter says was used (300 W on
+  // average); the peak is at least the average.
+  accounting acc({counter_device()});
+  for (int i = 0; i <= 3; ++i) {
+    tick_sample s;
+    s.t = 0.1 * i;
+    device_reading r;
+    r.energy_mj = static_cast<std::uint64_t>(30000 * i);  // 300 W
+    r.power = watts{100.0};
+    acc.timeline(0).add(s.t, r);
+    s.power_w.push_back(100.0);
+    acc.add_tick(std::move(s));
+    if (i == 0) acc.push_boundary(0.09);
+    if (i == 1) acc.push_boundary(0.13);
+  }
+  acc.resolve(/*final=*/true);
+  const auto w = acc.take_finished();
+  ASSERT_EQ(w.size(), 1U);
+  const double avg = static_cast<double>(w[0].energy_uj) / 1e6 / w[0].duration_s();
+  EXPECT_NEAR(avg, 300.0, 1.0);
+  ASSERT_TRUE(w[0].peak_power_w && w[0].devices[0].peak_power_w);
+  EXPECT_GE(*w[0].peak_power_w, avg - 1e-9);
+  EXPECT_GE(*w[0].devices[0].peak_power_w, avg - 1e-9);
+}
+
 }  // namespace
 }  // namespace joules
