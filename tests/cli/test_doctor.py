@@ -287,8 +287,8 @@ def test_rapl_zones_left_out_of_the_sum_are_shown_with_the_reason(tmp):
 
 
 def test_a_slow_driver_is_a_finding_and_doctor_stays_quick():
-    # GPU 1 answers each NVML call after 200 ms: 30-odd health and capability calls would take
-    # doctor 6 s more; it reports the slow driver and skips them.
+    # GPU 1 answers each NVML call after 200 ms: its 35 or so health and capability calls would
+    # take doctor 7 s more; it reports the slow driver and skips them.
     scenario = {"devices": [h100(), dict(h100(), latency_us=200_000)]}
     t0 = time.monotonic()
     r, rep = doctor_json(scenario)
