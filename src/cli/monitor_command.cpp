@@ -59,8 +59,8 @@ const std::vector<option_spec>& monitor_options() {
     for (auto c : component_option_specs()) {
       if (c.name == "components") {
         c.default_text =
-            "gpu, plus cpu and dram where RAPL can be read (what cannot is said on "
-            "stderr)";
+            "gpu, plus cpu and dram where RAPL can be read (counters that cannot be read are "
+            "named on stderr, with the fix)";
       }
       o.push_back(c);
     }

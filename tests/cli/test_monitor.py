@@ -347,7 +347,7 @@ def test_bad_options_and_help():
     assert h.returncode == 0
     for part in ("--interval MS", "(default: 500)", "--once", "--json", "--plain", "--gpus LIST",
                  "--backend NAME", "q (or Ctrl-C) quits", "nvidia-smi dmon",
-                 "what cannot is said on stderr"):
+                 "named on stderr, with the fix"):
         assert part in h.stdout, part
     assert "summary" not in h.stdout
 
