@@ -98,6 +98,16 @@ def rows(figs: dict) -> list[list[str]]:
         for t in TOOLS:
             row.append(str(tot[t]["false_steps"]) if t in tot else "cannot")
         out.append(row)
+    f = figs.get("monitor")
+    if f and "error" not in f:
+        vals = {}
+        for t in ("joules", "matcha"):
+            s = f["views"].get(f"{t} terminal 500", {}).get("cpu_per_wall_s", {})
+            if s.get("median") is not None:
+                vals[t] = s["median"] * 100
+        out.append(["`monitor` CPU, full screen, 500 ms, % of a core"] + _cells(vals, fmt_pct))
+        d = f["doctor"]["wall_s"]["median"]
+        out.append(["`doctor` wall time, 8 GPUs"] + _cells({"joules": d} if d else {}, fmt_ms))
     return out
 
 

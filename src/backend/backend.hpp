@@ -116,6 +116,9 @@ struct component_status {
   energy_method method = energy_method::none;  // none: not measured
   std::string detail;  // how it is measured (the domains, the model), or why it is not
   std::string fix;     // what would make it measurable (unreadable RAPL: the exact commands)
+  // RAPL zones found but not added into it, each with the reason ("intel-rapl:1 (psys): the
+  // whole platform, which contains the packages: not added to them").
+  std::vector<std::string> left_out;
 };
 
 struct backend_meta {

@@ -79,6 +79,15 @@ class nvml_backend final : public backend {
   const std::vector<device_info>& devices() const override { return infos_; }
 
   device_reading read(std::size_t i, read_what what) override {
+    // A GPU that fell off the bus stays lost (read_status::lost): asking again would only cost
+    // time, and a GPU in that state can take seconds to answer each call.
+    if (states_[i].lost) return failed(kErrorGpuIsLost);
+    device_reading r = read_device(i, what);
+    if (r.status == read_status::lost) states_[i].lost = true;
+    return r;
+  }
+
+  device_reading read_device(std::size_t i, read_what what) {
     device_state& d = states_[i];
     device_reading r;
     if (d.use_fields) {
@@ -132,7 +141,10 @@ class nvml_backend final : public backend {
     return r;
   }
 
-  health_reading read_health(std::size_t i) override { return health_[i]->read(); }
+  health_reading read_health(std::size_t i) override {
+    if (states_[i].lost) return {};  // as read(): nothing more to learn from a lost GPU
+    return health_[i]->read();
+  }
 
   device_capabilities probe_capabilities(std::size_t i) override {
     const auto& fn = lib_->fn();
@@ -203,6 +215,7 @@ class nvml_backend final : public backend {
     unsigned int energy_field = kFiDevTotalEnergyConsumption;
     bool field_power = false;  // NVML_FI_DEV_POWER_INSTANT works
     bool power_usage = false;  // nvmlDeviceGetPowerUsage works
+    bool lost = false;         // a read answered NVML_ERROR_GPU_IS_LOST
   };
 
   static device_reading failed(nvmlReturn_t rc) {

@@ -152,9 +152,11 @@ void health_reader::read_static() {
       fn_.nvmlDeviceGetMaxPcieLinkWidth(device_, &v) == kSuccess) {
     max_pcie_width_ = v;
   }
+  // The call first, then its result: as arguments of one call the two would be evaluated in
+  // an unspecified order, and `v` could be read before the driver wrote it.
   if (fn_.nvmlDeviceGetPowerManagementDefaultLimit != nullptr) {
-    default_limit_w_ =
-        milli(v, fn_.nvmlDeviceGetPowerManagementDefaultLimit(device_, &v) == kSuccess);
+    const bool ok = fn_.nvmlDeviceGetPowerManagementDefaultLimit(device_, &v) == kSuccess;
+    default_limit_w_ = milli(v, ok);
   }
   // ECC mode changes only at a reboot.
   if (fn_.nvmlDeviceGetEccMode != nullptr &&

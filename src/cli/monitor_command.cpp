@@ -10,14 +10,11 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
-#include <ctime>
-#include <thread>
-#include <tuple>
 
 #include "cli/commands.hpp"
 #include "cli/energy_options.hpp"
 #include "cli/measure.hpp"
-#include "monitor/process_names.hpp"
+#include "monitor/live.hpp"
 #include "monitor/terminal.hpp"
 #include "monitor/view.hpp"
 #include "sampler/sampler.hpp"
@@ -33,8 +30,8 @@ constexpr std::chrono::milliseconds kDefaultInterval{500};
 // Frames are drawn this long after the sampler's tick of the same slot, so that the tick and
 // its health readings are in the snapshot.
 constexpr std::chrono::milliseconds kFrameLag{40};
-// How long to wait at start for the first health readings before showing what there is.
-constexpr std::chrono::milliseconds kFirstHealthWait{2000};
+// How long quitting waits for the sampler thread; one stuck in a driver call is left behind.
+constexpr std::chrono::milliseconds kStopGrace{300};
 
 const std::vector<option_spec>& monitor_options() {
   static const std::vector<option_spec> options = [] {
@@ -59,7 +56,14 @@ const std::vector<option_spec>& monitor_options() {
     }
     for (const auto& b : backend_option_specs())
       o.push_back(b);
-    o.insert(o.end(), component_option_specs().begin(), component_option_specs().end());
+    for (auto c : component_option_specs()) {
+      if (c.name == "components") {
+        c.default_text =
+            "gpu, plus cpu and dram where RAPL can be read (counters that cannot be read are "
+            "named on stderr, with the fix)";
+      }
+      o.push_back(c);
+    }
     o.push_back({"help", 'h', "", "Print this help and exit.", "", false, "Other"});
     return o;
   }();
@@ -110,113 +114,20 @@ std::string host_name() {
   return buf.data();
 }
 
-std::string local_clock() {
-  const std::time_t now = std::time(nullptr);
-  std::tm tm{};
-  localtime_r(&now, &tm);
-  std::array<char, 16> buf{};
-  std::strftime(buf.data(), buf.size(), "%H:%M:%S", &tm);
-  return buf.data();
-}
-
 void note(const std::string& text) {
   std::fprintf(stderr, "joules: note: %s\n", text.c_str());
 }
 
 enum class output_mode { screen, plain, json };
 
-// The monitor's state on the main thread: what it shows, and the history behind the sparklines.
-class monitor_state {
- public:
-  monitor_state(const sampler& readings, std::vector<std::size_t> devices,
-                std::chrono::milliseconds interval)
-      : readings_(readings), devices_(std::move(devices)), histories_(devices_.size()) {
-    const backend& hw = readings.hardware();
-    const backend_meta& meta = hw.meta();
-    model_.host = host_name();
-    if (meta.backend == "nvml") {
-      model_.source = meta.driver_version.empty()
-                          ? std::string("nvml")
-                          : fmt::format("nvml, driver {}", meta.driver_version);
-    } else {
-      model_.source = fmt::format("{} (simulated)", meta.backend);
-    }
-    model_.interval_s = std::chrono::duration<double>(interval).count();
-    start_ = steady::now();
-  }
-
-  // A fresh model from the latest snapshot.
-  const monitor::screen_model& update() {
-    const auto snap = readings_.snapshot();
-    const mono_time now = steady::now();
-    model_.now_s = monotonic_seconds(now);
-    model_.elapsed_s = seconds_between(start_, now);
-    model_.clock = local_clock();
-    model_.gpus.clear();
-    model_.host_devices.clear();
-    model_.processes.clear();
-    model_.processes_known = false;
-    if (!snap) return model_;
-    const bool fresh = snap->ticks != last_ticks_;
-    last_ticks_ = snap->ticks;
-    const auto& infos = readings_.hardware().devices();
-    for (std::size_t k = 0; k < devices_.size() && k < snap->devices.size(); ++k) {
-      const device_info& info = infos[devices_[k]];
-      const auto& now_k = snap->devices[k];
-      if (fresh) histories_[k].add(monotonic_seconds(snap->taken), now_k.power_w);
-      monitor::device_view v{info, now_k, &histories_[k]};
-      if (info.kind != device_kind::gpu) {
-        model_.host_devices.push_back(std::move(v));
-        continue;
-      }
-      if (now_k.health && now_k.health->processes_known) {
-        model_.processes_known = true;
-        for (const auto& p : now_k.health->processes) {
-          const auto& who = names_.lookup(p.pid);
-          model_.processes.push_back(
-              {info.index, p.pid, who.user, who.command, p.used_memory_bytes, p.graphics});
-        }
-      }
-      model_.gpus.push_back(std::move(v));
-    }
-    std::sort(model_.processes.begin(), model_.processes.end(), [](const auto& a, const auto& b) {
-      return std::tie(a.gpu, a.pid) < std::tie(b.gpu, b.pid);
-    });
-    names_.forget_unused();
-    return model_;
-  }
-
-  // Waits (a little) until every device has its first health reading.
-  void wait_for_health() const {
-    const mono_time until = steady::now() + kFirstHealthWait;
-    while (steady::now() < until) {
-      const auto snap = readings_.snapshot();
-      if (snap && std::all_of(snap->devices.begin(), snap->devices.end(),
-                              [](const auto& d) { return d.health.has_value() || d.lost; })) {
-        return;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-  }
-
- private:
-  const sampler& readings_;
-  std::vector<std::size_t> devices_;
-  std::vector<monitor::power_history> histories_;
-  monitor::process_names names_;
-  monitor::screen_model model_;
-  mono_time start_{};
-  std::uint64_t last_ticks_ = ~0ULL;
-};
-
 // The text of one snapshot in a stream mode (plain lines or one JSONL object).
 std::string stream_text(const monitor::screen_model& m, output_mode mode) {
   const std::string time = iso8601_utc(std::chrono::system_clock::now());
   if (mode == output_mode::json) return monitor::json_sample(m, time);
-  std::string out;
+  std::string out = monitor::plain_stale_line(m);
   for (const auto* list : {&m.gpus, &m.host_devices}) {
     for (const auto& d : *list)
-      out += monitor::plain_line(time, d);
+      out += monitor::plain_line(time, m.readings_age_s, d);
   }
   return out;
 }
@@ -229,6 +140,80 @@ std::string once_screen(const monitor::screen_model& m, bool color) {
     out += '\n';
   }
   return out;
+}
+
+int show_once(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+              std::chrono::milliseconds interval, bool color) {
+  const auto lag = std::min(kFrameLag, interval / 4);
+  const auto ev = events.wait(steady::now() + interval + lag);
+  if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
+  const auto& m = state.update();
+  std::string out;
+  if (mode == output_mode::screen) {
+    out = once_screen(m, color);
+  } else {
+    out = (mode == output_mode::plain ? monitor::plain_header() : std::string()) +
+          stream_text(m, mode);
+  }
+  monitor::write_stdout(out);
+  return 0;
+}
+
+// The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
+// status; the terminal is restored when it returns (or throws).
+int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+              std::chrono::milliseconds interval, bool color) {
+  const mono_time start = steady::now();
+  const auto lag = std::min(kFrameLag, interval / 4);
+  std::optional<monitor::screen_session> screen;
+  if (mode == output_mode::screen) screen.emplace();
+  if (mode == output_mode::plain && !monitor::write_stdout(monitor::plain_header())) return 0;
+  bool clear = true;
+  monitor::terminal_size size = monitor::size_of_stdout();
+  auto draw = [&] {
+    screen->draw(monitor::render_screen(state.update(), size.columns, size.lines, color), clear);
+    clear = false;
+  };
+  if (screen) draw();
+  mono_time next = start + interval + lag;
+  while (true) {
+    const auto ev = events.wait(next);
+    using kind = monitor::event_source::kind;
+    switch (ev.what) {
+      case kind::timeout: {
+        if (screen) {
+          draw();
+        } else if (!monitor::write_stdout(stream_text(state.update(), mode))) {
+          return 0;  // the reader went away (a closed pipe)
+        }
+        // The next slot on the grid; a frame that overran skips the slots it missed.
+        next += interval;
+        const mono_time now = steady::now();
+        while (next <= now)
+          next += interval;
+        break;
+      }
+      case kind::resize:
+        if (screen) {
+          size = monitor::size_of_stdout();
+          clear = true;
+          draw();
+        }
+        break;
+      case kind::suspend_key:
+        if (screen) {
+          screen->suspend();
+          size = monitor::size_of_stdout();
+          clear = true;
+          draw();
+        }
+        break;
+      case kind::quit_key:
+        return 0;
+      case kind::signal:
+        return 128 + ev.signal;
+    }
+  }
 }
 
 }  // namespace
@@ -244,12 +229,14 @@ const command_spec& monitor_spec() {
       "temperatures, clocks, PCIe, the active clock-event (throttle) reasons, health flags and a "
       "sparkline of the last minute of power; the node's total power and energy; the processes "
       "on the GPUs. q (or Ctrl-C) quits, Ctrl-Z suspends; the terminal is restored on every way "
-      "out, signals included. A taller terminal shows more per GPU.\n"
+      "out, signals included. A taller terminal shows more per GPU. When the driver stops "
+      "answering, a line says how old the readings are; quitting does not wait for it.\n"
       "When the output is not a terminal (or with --plain), one line per device per interval, "
-      "like nvidia-smi dmon: time, device, power and limit (W), energy since start (J), "
-      "utilisation, SM activity and memory bandwidth (%), temperatures (°C), clocks (MHz), PCIe "
-      "generation and width, clock-event reasons and health findings; '-' marks what the device "
-      "does not report. --json prints one JSON object per interval instead "
+      "like nvidia-smi dmon: time, age of the readings (s), device, power and limit (W), energy "
+      "since start (J), utilisation, SM activity and memory bandwidth (%), temperatures (°C), "
+      "clocks (MHz), PCIe generation and width, clock-event reasons and health findings; '-' "
+      "marks what the device does not report, and a line starting with '#' says when the "
+      "readings are stale. --json prints one JSON object per interval instead "
       "(docs/monitor-doctor.md).\n"
       "The GPUs shown are those this job may use (CUDA_VISIBLE_DEVICES, NVIDIA_VISIBLE_DEVICES), "
       "else all; CPU packages and DRAM are added where RAPL can be read. Exit status: 0 after q "
@@ -319,77 +306,21 @@ int monitor_main(const parsed_args& args) {
                      !(term != nullptr && std::string_view(term) == "dumb");
 
   // Signals end the loop (they are read from a signalfd, never delivered): set up before start.
-  monitor::event_source events(mode == output_mode::screen && !s.once && isatty(STDIN_FILENO) != 0);
+  const bool keys = mode == output_mode::screen && !s.once && isatty(STDIN_FILENO) != 0;
+  monitor::event_source events(keys);
   readings.start(chosen);
-  monitor_state state(readings, chosen, s.interval);
+  monitor::live_model state(readings, chosen, s.interval, keys, host_name());
   state.wait_for_health();
-  const mono_time start = steady::now();
-  const auto lag = std::min(kFrameLag, s.interval / 4);
-
-  if (s.once) {
-    const auto ev = events.wait(start + s.interval + lag);
-    if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
-    const auto& m = state.update();
-    std::string out;
-    if (mode == output_mode::screen) {
-      out = once_screen(m, color);
-    } else {
-      out = (mode == output_mode::plain ? monitor::plain_header() : std::string()) +
-            stream_text(m, mode);
-    }
-    monitor::write_stdout(out);
-    return 0;
+  const int status = s.once ? show_once(events, state, mode, s.interval, color)
+                            : show_live(events, state, mode, s.interval, color);
+  // The terminal is back already (show_live's screen_session is gone).  A sampler stuck in a
+  // driver call that does not return is left behind, as `run` does: the process ends without
+  // the destructors that would wait for it.
+  if (!readings.stop(kStopGrace)) {
+    std::fflush(nullptr);
+    std::_Exit(status);
   }
-
-  std::optional<monitor::screen_session> screen;
-  if (mode == output_mode::screen) screen.emplace();
-  if (mode == output_mode::plain && !monitor::write_stdout(monitor::plain_header())) return 0;
-  bool clear = true;
-  monitor::terminal_size size = monitor::size_of_stdout();
-  auto draw = [&] {
-    screen->draw(monitor::render_screen(state.update(), size.columns, size.lines, color), clear);
-    clear = false;
-  };
-  if (screen) draw();
-  mono_time next = start + s.interval + lag;
-  while (true) {
-    const auto ev = events.wait(next);
-    using kind = monitor::event_source::kind;
-    switch (ev.what) {
-      case kind::timeout: {
-        if (screen) {
-          draw();
-        } else if (!monitor::write_stdout(stream_text(state.update(), mode))) {
-          return 0;  // the reader went away (a closed pipe)
-        }
-        // The next slot on the grid; a frame that overran skips the slots it missed.
-        next += s.interval;
-        const mono_time now = steady::now();
-        while (next <= now)
-          next += s.interval;
-        break;
-      }
-      case kind::resize:
-        if (screen) {
-          size = monitor::size_of_stdout();
-          clear = true;
-          draw();
-        }
-        break;
-      case kind::suspend_key:
-        if (screen) {
-          screen->suspend();
-          size = monitor::size_of_stdout();
-          clear = true;
-          draw();
-        }
-        break;
-      case kind::quit_key:
-        return 0;
-      case kind::signal:
-        return 128 + ev.signal;
-    }
-  }
+  return status;
 }
 
 }  // namespace joules::cli

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <cmath>
 #include <iterator>
 
 #include "doctor/report.hpp"
@@ -52,6 +53,27 @@ std::string power_source_text(const device_info& d) {
   return "none";
 }
 
+// How energy will be measured, in words ("energy      from its energy counter").
+std::string method_text(const device_info& d) {
+  switch (d.method()) {
+    case energy_method::counter:
+      return "from its energy counter";
+    case energy_method::polled:
+      return "integrated from power readings (no energy counter)";
+    case energy_method::simulated:
+      return "simulated";
+    case energy_method::estimated:
+      return "estimated";
+    case energy_method::none:
+      break;
+  }
+  return "not measurable (no energy counter, no power reading)";
+}
+
+std::string ms_text(double s) {
+  return s < 0.01 ? fmt::format("{:.2f} ms", s * 1e3) : fmt::format("{:.0f} ms", s * 1e3);
+}
+
 std::string yes_no(const std::optional<bool>& b) {
   if (!b) return "unknown";
   return *b ? "yes" : "no";
@@ -70,9 +92,9 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
   } else if (g.reading.power) {
     now = fmt::format("{:.0f} W now", g.reading.power->value);
   }
-  fmt::format_to(std::back_inserter(out), "    energy      {} · counter {} · power {}{}\n",
-                 to_string(d.method()), d.has_energy_counter ? "yes" : "no", power_source_text(d),
-                 now.empty() ? "" : " · " + now);
+  if (g.read_s) now += fmt::format("{}read in {}", now.empty() ? "" : ", ", ms_text(*g.read_s));
+  fmt::format_to(std::back_inserter(out), "    energy      {} · power {}{}\n", method_text(d),
+                 power_source_text(d), now.empty() ? "" : " · " + now);
   if (g.caps.gpm || g.caps.mig_enabled || g.caps.compute_capability_major) {
     std::string cc;
     if (g.caps.compute_capability_major) {
@@ -105,7 +127,10 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
     flags += paint(color, f.code, severity_color(f.level));
   }
   if (!flags.empty()) health = flags;
-  if (!g.health && g.reading.status != read_status::lost) health = "not read";
+  if (!g.health && g.reading.status != read_status::lost) {
+    health = g.not_checked.empty() ? "not read" : "not checked: " + g.not_checked;
+    if (!flags.empty()) health += " · " + flags;
+  }
   fmt::format_to(std::back_inserter(out), "    health      {}\n", health);
   if (!g.caps.health_readings.empty()) {
     fmt::format_to(std::back_inserter(out), "    readings    {}\n",
@@ -176,6 +201,12 @@ std::string render_text(const report& r, bool color) {
     for (const auto& d : r.host_devices)
       fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), d.name,
                      to_string(d.method()));
+    // Zones found but not added up, so that a psys or core zone missing from the sum is not a
+    // surprise.
+    for (const auto& c : r.components) {
+      for (const auto& z : c.left_out)
+        fmt::format_to(std::back_inserter(out), "  left out  {}\n", z);
+    }
   }
 
   fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "Findings", "1"));
@@ -241,7 +272,10 @@ std::string render_json(const report& r) {
         .field("power_limit_w", value_of(d.power_limit))
         .field("default_power_limit_w", value_of(d.default_power_limit))
         .field("min_power_limit_w", value_of(d.min_power_limit))
-        .field("max_power_limit_w", value_of(d.max_power_limit));
+        .field("max_power_limit_w", value_of(d.max_power_limit))
+        .field("read_time_s",
+               g.read_s ? std::optional(std::round(*g.read_s * 1e6) / 1e6) : std::nullopt)
+        .field("health_checked", g.health.has_value());
     write_optional_bool(w, "power_limit_control", g.caps.power_limit_control);
     write_optional_bool(w, "power_limit_permission", g.caps.power_limit_permission);
     write_optional_bool(w, "gpm", g.caps.gpm);
@@ -286,8 +320,11 @@ std::string render_json(const report& r) {
         .field("kind", to_string(c.kind))
         .field("method", to_string(c.method))
         .field("detail", c.detail)
-        .field("fix", c.fix)
-        .end_object();
+        .field("fix", c.fix);
+    w.key("left_out").begin_array();
+    for (const auto& z : c.left_out)
+      w.value(z);
+    w.end_array().end_object();
   }
   w.end_array();
   w.key("findings").begin_array();

@@ -65,8 +65,27 @@ std::vector<finding> measurement_findings(const gpu_report& g) {
   }
   if (g.caps.power_limit_control == true && g.caps.power_limit_permission == false) {
     out.push_back(about(d, severity::info, "power_limit_no_permission",
-                        "this user may not change the power limit (joules tune needs to)",
-                        "run as root to tune power limits"));
+                        "this user may not change the power limit",
+                        "run as root to change it (nvidia-smi -pl)"));
+  }
+  const bool slow = g.read_s && *g.read_s > kSlowReadS;
+  if (slow) {
+    out.push_back(about(
+        d, severity::warning, "slow_driver",
+        fmt::format(
+            "the driver took {:.0f} ms to answer one reading of energy and power (a "
+            "healthy one takes well under 1 ms; above {:.0f} ms joules cannot keep to its "
+            "sampling schedule){}",
+            *g.read_s * 1e3, kSlowReadS * 1e3,
+            g.not_checked.empty() ? "" : "; its health was not checked, to keep doctor quick"),
+        fmt::format("check the kernel log (dmesg) for Xid errors and nvidia-smi -q -i {} for the "
+                    "GPU's state; turn persistence mode on (nvidia-smi -pm 1); if it stays slow, "
+                    "drain the node and reboot",
+                    d.index)));
+  } else if (!g.not_checked.empty()) {
+    out.push_back(about(d, severity::warning, "not_checked",
+                        fmt::format("health and capabilities not checked: {}", g.not_checked),
+                        "run joules doctor --gpus with fewer GPUs at a time"));
   }
   return out;
 }

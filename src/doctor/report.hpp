@@ -14,11 +14,24 @@
 
 namespace joules::doctor {
 
+// A read of energy and power that takes longer than this is a slow driver: joules' sampler
+// reads every GPU every 100 ms, and every ~1 ms around a boundary to place it within a counter
+// update (DESIGN.md).  At 10 ms a read (one NVML call on current drivers, two on old ones),
+// eight GPUs take 80 ms of each 100 ms tick and the boundary reads end up 80 ms apart, so a run
+// can no longer be measured as designed; a healthy driver answers such a call in far less than
+// a millisecond (the fake NVML of the tests takes 20 µs).
+inline constexpr double kSlowReadS = 0.010;
+// doctor stops asking for health and capabilities (tens of calls per GPU) once it has spent
+// this long examining GPUs, so that a node of slow GPUs still gets its answer quickly.
+inline constexpr double kExamineBudgetS = 2.0;
+
 struct gpu_report {
   device_info info;
   device_capabilities caps;
   std::optional<health_reading> health;
   device_reading reading;              // one reading of energy and power, taken by doctor
+  std::optional<double> read_s;        // how long that reading took (the faster of two if slow)
+  std::string not_checked;             // why health and capabilities were not asked for
   std::optional<unsigned> cuda_index;  // within this job's CUDA_VISIBLE_DEVICES, when visible
 };
 

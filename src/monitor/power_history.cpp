@@ -17,8 +17,11 @@ constexpr std::string_view kEmpty = "░";
 }  // namespace
 
 void power_history::add(double t, std::optional<double> power_w) {
-  if (power_w && std::isfinite(*power_w)) {
-    if (samples_.empty() || t >= samples_.back().first) samples_.emplace_back(t, *power_w);
+  if (samples_.empty() || t >= samples_.back().first) {
+    // An unknown power is kept as NaN: it ends the previous reading's hold.
+    const double w = power_w && std::isfinite(*power_w) ? *power_w : std::nan("");
+    if (!std::isnan(w) || (!samples_.empty() && !std::isnan(samples_.back().second)))
+      samples_.emplace_back(t, w);
   }
   while (!samples_.empty() && samples_.front().first < t - span_s_)
     samples_.pop_front();
@@ -29,17 +32,39 @@ std::vector<std::optional<double>> power_history::buckets(double now, std::size_
   if (columns == 0) return out;
   std::vector<double> sum(columns, 0.0);
   std::vector<std::size_t> n(columns, 0);
+  // The latest sample before each bucket's start, for the buckets that hold none.
+  std::vector<const std::pair<double, double>*> before(columns, nullptr);
   const double start = now - span_s_;
   const double width = span_s_ / static_cast<double>(columns);
-  for (const auto& [t, w] : samples_) {
-    if (t < start || t > now) continue;
-    auto k = static_cast<std::size_t>((t - start) / width);
-    k = std::min(k, columns - 1);
-    sum[k] += w;
-    ++n[k];
+  auto bucket_of = [&](double t) {
+    return std::min(static_cast<std::size_t>((t - start) / width), columns - 1);
+  };
+  const std::pair<double, double>* last = nullptr;
+  std::size_t next_bucket = 0;  // buckets before it have their `before` set
+  for (const auto& s : samples_) {
+    if (s.first > now) break;
+    if (s.first >= start) {
+      const std::size_t k = bucket_of(s.first);
+      for (; next_bucket <= k; ++next_bucket)
+        before[next_bucket] = last;
+      if (!std::isnan(s.second)) {
+        sum[k] += s.second;
+        ++n[k];
+      }
+    }
+    last = &s;
   }
+  for (; next_bucket < columns; ++next_bucket)
+    before[next_bucket] = last;
   for (std::size_t k = 0; k < columns; ++k) {
-    if (n[k] > 0) out[k] = sum[k] / static_cast<double>(n[k]);
+    if (n[k] > 0) {
+      out[k] = sum[k] / static_cast<double>(n[k]);
+      continue;
+    }
+    const auto* p = before[k];
+    const double bucket_start = start + width * static_cast<double>(k);
+    if (p != nullptr && !std::isnan(p->second) && bucket_start - p->first <= hold_s_)
+      out[k] = p->second;
   }
   return out;
 }
@@ -47,9 +72,14 @@ std::vector<std::optional<double>> power_history::buckets(double now, std::size_
 std::optional<double> power_history::peak() const {
   std::optional<double> p;
   for (const auto& s : samples_) {
-    if (!p || s.second > *p) p = s.second;
+    if (!std::isnan(s.second) && (!p || s.second > *p)) p = s.second;
   }
   return p;
+}
+
+bool power_history::empty() const {
+  return std::none_of(samples_.begin(), samples_.end(),
+                      [](const auto& s) { return !std::isnan(s.second); });
 }
 
 std::string sparkline(const std::vector<std::optional<double>>& values, double full_scale) {

@@ -13,24 +13,31 @@ namespace joules::monitor {
 
 class power_history {
  public:
-  explicit power_history(double span_s = 60.0) : span_s_(span_s) {}
+  // `hold_s`: how long a reading stands for the power after it when no other reading comes
+  // (the monitor passes a little more than its interval).
+  explicit power_history(double span_s = 60.0, double hold_s = 1.5)
+      : span_s_(span_s), hold_s_(hold_s) {}
 
   // A power reading (W) at monotonic instant t (s); readings older than the span are dropped.
   // Instants must not decrease; an unknown power leaves a gap.
   void add(double t, std::optional<double> power_w);
 
   // The span ending at `now`, cut into `columns` equal buckets, oldest first: the mean power
-  // of the readings in each, or nullopt where there were none.
+  // of the readings in each.  A bucket narrower than the time between readings (a wide
+  // sparkline, a long interval) holds none: it takes the reading before it, as long as that is
+  // at most hold_s old and no unknown power came after it.  nullopt before the first reading,
+  // for unknown power, and where readings stopped (a hung driver).
   std::vector<std::optional<double>> buckets(double now, std::size_t columns) const;
 
   // The highest reading within the span.
   std::optional<double> peak() const;
-  bool empty() const { return samples_.empty(); }
+  bool empty() const;  // no known reading within the span
   double span_s() const { return span_s_; }
 
  private:
   double span_s_;
-  std::deque<std::pair<double, double>> samples_;  // (t, W)
+  double hold_s_;
+  std::deque<std::pair<double, double>> samples_;  // (t, W); NaN W: power unknown from t
 };
 
 // `columns` cells of ▁▂▃▄▅▆▇█ scaled to `full_scale` (values at or above it are █, 0 is ▁), a

@@ -31,19 +31,32 @@ std::optional<double> limit_of(const device_view& d) {
   return std::nullopt;
 }
 
+// The default power limit: read with the health readings, else probed at open.
+std::optional<double> default_limit_of(const device_view& d) {
+  if (d.now.health && d.now.health->default_power_limit_w)
+    return d.now.health->default_power_limit_w;
+  if (d.info.default_power_limit) return d.info.default_power_limit->value;
+  return std::nullopt;
+}
+
 void write_health(json_writer& w, const device_view& d) {
   const health_reading empty;
   const health_reading& h = d.now.health ? *d.now.health : empty;
+  auto pct = [](const std::optional<double>& v) { return rounded(v, 1); };
+  auto rate = [](const std::optional<double>& v) { return rounded(v, 0); };
   w.field("gpu_util_percent", h.gpu_util_percent);
   w.field("memory_util_percent", h.memory_util_percent);
-  w.field("sm_activity_percent", h.sm_activity_percent);
-  w.field("sm_occupancy_percent", h.sm_occupancy_percent);
-  w.field("tensor_activity_percent", h.tensor_activity_percent);
-  w.field("dram_bandwidth_percent", h.dram_bandwidth_percent);
+  w.field("sm_activity_percent", pct(h.sm_activity_percent));
+  w.field("sm_occupancy_percent", pct(h.sm_occupancy_percent));
+  w.field("tensor_activity_percent", pct(h.tensor_activity_percent));
+  w.field("dram_bandwidth_percent", pct(h.dram_bandwidth_percent));
   w.field("memory_used_bytes", h.memory_used_bytes);
+  w.field("memory_reserved_bytes", h.memory_reserved_bytes);
   w.field("memory_total_bytes", h.memory_total_bytes);
-  w.field("temperature_c", h.temperature_c);
-  w.field("memory_temperature_c", h.memory_temperature_c);
+  w.field("temperature_c", rounded(h.temperature_c, 1));
+  w.field("memory_temperature_c", rounded(h.memory_temperature_c, 1));
+  w.field("slowdown_temperature_c", rounded(h.slowdown_temperature_c, 1));
+  w.field("shutdown_temperature_c", rounded(h.shutdown_temperature_c, 1));
   w.field("sm_clock_mhz", h.sm_clock_mhz);
   w.field("max_sm_clock_mhz", h.max_sm_clock_mhz);
   w.field("memory_clock_mhz", h.memory_clock_mhz);
@@ -65,16 +78,25 @@ void write_health(json_writer& w, const device_view& d) {
   w.field("pcie_max_width", h.pcie_max_width);
   const auto tx = h.pcie_tx_bytes_per_s ? h.pcie_tx_bytes_per_s : h.gpm_pcie_tx_bytes_per_s;
   const auto rx = h.pcie_rx_bytes_per_s ? h.pcie_rx_bytes_per_s : h.gpm_pcie_rx_bytes_per_s;
-  w.field("pcie_tx_bytes_per_s", tx);
-  w.field("pcie_rx_bytes_per_s", rx);
-  w.field("nvlink_tx_bytes_per_s", h.nvlink_tx_bytes_per_s);
-  w.field("nvlink_rx_bytes_per_s", h.nvlink_rx_bytes_per_s);
+  w.field("pcie_tx_bytes_per_s", rate(tx));
+  w.field("pcie_rx_bytes_per_s", rate(rx));
+  w.field("pcie_replays", h.pcie_replays);
+  w.field("nvlink_tx_bytes_per_s", rate(h.nvlink_tx_bytes_per_s));
+  w.field("nvlink_rx_bytes_per_s", rate(h.nvlink_rx_bytes_per_s));
   w.field("persistence_mode", h.persistence_mode);
+  w.field("default_power_limit_w", rounded(default_limit_of(d), 3));
+  w.field("ecc_enabled", h.ecc_enabled);
   w.field("ecc_uncorrected_volatile", h.ecc_uncorrected_volatile);
   w.field("ecc_corrected_volatile", h.ecc_corrected_volatile);
+  w.field("ecc_uncorrected_aggregate", h.ecc_uncorrected_aggregate);
+  w.field("ecc_corrected_aggregate", h.ecc_corrected_aggregate);
+  w.field("retired_pages_single_bit", h.retired_pages_single_bit);
+  w.field("retired_pages_double_bit", h.retired_pages_double_bit);
+  w.field("retirement_pending", h.retirement_pending);
+  w.field("remapped_rows_corrected", h.remapped_rows_corrected);
+  w.field("remapped_rows_uncorrected", h.remapped_rows_uncorrected);
   w.field("remap_pending", h.remap_pending);
   w.field("remap_failure", h.remap_failure);
-  w.field("retirement_pending", h.retirement_pending);
   w.key("findings").begin_array();
   if (d.now.health || d.now.lost) {
     for (const auto& f : health::health_findings(d.info, h, d.now.lost)) {
@@ -183,15 +205,49 @@ std::string fit(std::string_view line, std::size_t width) {
   return out;
 }
 
-std::string plain_header() {
-  return fmt::format(
-      "# {:<27} {:>5} {:>7} {:>6} {:>11} {:>4} {:>4} {:>4} {:>6} {:>7} {:>6} {:>7} "
-      "{:>5} {:<14} {}\n",
-      "time", "dev", "pwr_w", "lim_w", "energy_j", "gpu%", "sm%", "mem%", "temp_c", "mtemp_c",
-      "sm_mhz", "mem_mhz", "pcie", "throttle", "health");
+std::size_t cells(std::string_view text) {
+  std::size_t n = 0;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if (c == 0x1b && i + 1 < text.size() && text[i + 1] == '[') {
+      i += 2;
+      while (i < text.size() && (text[i] < 0x40 || text[i] > 0x7e))
+        ++i;
+      continue;
+    }
+    if ((c & 0xC0) != 0x80) ++n;  // not a continuation byte
+  }
+  return n;
 }
 
-std::string plain_line(std::string_view time, const device_view& d) {
+std::optional<double> rounded(std::optional<double> v, int decimals) {
+  if (!v || !std::isfinite(*v)) return v;
+  const double scale = std::pow(10.0, decimals);
+  const double r = std::round(*v * scale) / scale;
+  return r == 0.0 ? 0.0 : r;  // no "-0"
+}
+
+std::string stale_text(const screen_model& m) {
+  if (!m.stale || !m.readings_age_s) return {};
+  return fmt::format("readings {:.0f} s old{}: the driver is not answering",
+                     std::floor(*m.readings_age_s),
+                     m.readings_clock.empty() ? "" : fmt::format(" (from {})", m.readings_clock));
+}
+
+std::string plain_stale_line(const screen_model& m) {
+  const std::string t = stale_text(m);
+  return t.empty() ? t : fmt::format("# {}\n", t);
+}
+
+std::string plain_header() {
+  return fmt::format(
+      "# {:<27} {:>6} {:>5} {:>7} {:>6} {:>11} {:>4} {:>4} {:>4} {:>6} {:>7} {:>6} {:>7} "
+      "{:>5} {:<14} {}\n",
+      "time", "age_s", "dev", "pwr_w", "lim_w", "energy_j", "gpu%", "sm%", "mem%", "temp_c",
+      "mtemp_c", "sm_mhz", "mem_mhz", "pcie", "throttle", "health");
+}
+
+std::string plain_line(std::string_view time, std::optional<double> age_s, const device_view& d) {
   const health_reading empty;
   const health_reading& h = d.now.health ? *d.now.health : empty;
   const auto lim = limit_of(d);
@@ -215,10 +271,10 @@ std::string plain_line(std::string_view time, const device_view& d) {
   std::string sm = "-";
   if (h.sm_activity_percent) sm = fmt::format("{:.0f}", *h.sm_activity_percent);
   return fmt::format(
-      "  {:<27} {:>5} {:>7} {:>6} {:>11} {:>4} {:>4} {:>4} {:>6} {:>7} {:>6} {:>7} "
+      "  {:<27} {:>6} {:>5} {:>7} {:>6} {:>11} {:>4} {:>4} {:>4} {:>6} {:>7} {:>6} {:>7} "
       "{:>5} {:<14} {}\n",
-      time, device_label(d.info), or_dash(d.now.power_w, "{:.1f}"), or_dash(lim, "{:.0f}"),
-      or_dash(d.now.energy_j, "{:.1f}"), or_dash(h.gpu_util_percent), sm,
+      time, or_dash(age_s, "{:.1f}"), device_label(d.info), or_dash(d.now.power_w, "{:.1f}"),
+      or_dash(lim, "{:.0f}"), or_dash(d.now.energy_j, "{:.1f}"), or_dash(h.gpu_util_percent), sm,
       or_dash(h.memory_util_percent), or_dash(h.temperature_c, "{:.0f}"),
       or_dash(h.memory_temperature_c, "{:.0f}"), or_dash(h.sm_clock_mhz),
       or_dash(h.memory_clock_mhz), pcie, throttle, flags);
@@ -231,8 +287,10 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
       .field("schema_version", 1)
       .field("time", iso_time)
       .field("hostname", m.host)
-      .field("monotonic_s", m.now_s)
-      .field("elapsed_s", m.elapsed_s);
+      .field("monotonic_s", *rounded(m.now_s, 6))
+      .field("elapsed_s", *rounded(m.elapsed_s, 3))
+      .field("readings_age_s", rounded(m.readings_age_s, 3))
+      .field("stale", m.stale);
   std::optional<double> node_w;
   std::optional<double> node_j;
   auto add = [](std::optional<double>& sum, const std::optional<double>& v) {
@@ -244,7 +302,15 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
       add(node_j, d.now.energy_j);
     }
   }
-  w.key("node").begin_object().field("power_w", node_w).field("energy_j", node_j).end_object();
+  w.key("node")
+      .begin_object()
+      .field("power_w", rounded(node_w, 3))
+      .field("energy_j", rounded(node_j, 3));
+  w.key("lost_gpus").begin_array();
+  for (const auto& d : m.gpus) {
+    if (d.now.lost) w.value(d.info.index);
+  }
+  w.end_array().end_object();
   w.key("devices").begin_array();
   for (const auto* list : {&m.gpus, &m.host_devices}) {
     for (const auto& d : *list) {
@@ -255,9 +321,9 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
           .field("name", d.info.name)
           .field("method", to_string(d.info.method()))
           .field("lost", d.now.lost)
-          .field("power_w", d.now.power_w)
-          .field("power_limit_w", limit_of(d))
-          .field("energy_j", d.now.energy_j);
+          .field("power_w", rounded(d.now.power_w, 3))
+          .field("power_limit_w", rounded(limit_of(d), 3))
+          .field("energy_j", rounded(d.now.energy_j, 3));
       if (d.info.kind == device_kind::gpu) {
         write_health(w, d);
         w.key("processes");

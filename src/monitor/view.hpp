@@ -39,6 +39,12 @@ struct screen_model {
   double now_s = 0.0;  // monotonic seconds: the right edge of the sparklines
   double interval_s = 0.5;
   double elapsed_s = 0.0;  // since the monitor started
+  bool keys = true;        // q quits (stdin is a terminal)
+  // Age of the readings shown (since the sampler published them), and whether that is too old
+  // for the interval: the sampler is stuck in a driver call that does not return.
+  std::optional<double> readings_age_s;
+  bool stale = false;
+  std::string readings_clock;  // local time of the readings shown, when stale: "12:03:51"
   std::vector<device_view> gpus;
   std::vector<device_view> host_devices;  // CPU packages and DRAM (RAPL), when measured
   std::vector<process_row> processes;     // of every GPU shown, by GPU then pid
@@ -50,9 +56,15 @@ struct screen_model {
 std::vector<std::string> render_screen(const screen_model& m, std::size_t width, std::size_t height,
                                        bool color);
 
-// Plain mode: the header (starts with '#'), then one line per device per interval.
+// Plain mode: the header (starts with '#'), then one line per device per interval; `age_s` is
+// the age of the readings (screen_model::readings_age_s).  While the readings are stale, a
+// comment line (starting with '#') says so before the devices' lines.
 std::string plain_header();
-std::string plain_line(std::string_view time, const device_view& d);
+std::string plain_line(std::string_view time, std::optional<double> age_s, const device_view& d);
+std::string plain_stale_line(const screen_model& m);  // empty unless m.stale
+
+// What to tell people about stale readings: "readings 8 s old: the driver is not answering".
+std::string stale_text(const screen_model& m);
 
 // --json: one JSONL sample with every device (schema in docs/monitor-doctor.md).
 std::string json_sample(const screen_model& m, std::string_view iso_time);
@@ -67,5 +79,12 @@ std::string throttle_text(const std::optional<clock_events>& e);  // "power cap,
 
 // Cuts `line` to `width` visible cells (ANSI colour sequences take none), closing any colour.
 std::string fit(std::string_view line, std::size_t width);
+// Visible cells of `text`: code points outside ANSI colour sequences (every glyph used is one
+// cell wide).
+std::size_t cells(std::string_view text);
+
+// `v` rounded to `decimals` decimal places, for machine output (W to mW, J to mJ): the JSON
+// writer then prints the shortest form, 400.157 rather than 400.15700000000004.
+std::optional<double> rounded(std::optional<double> v, int decimals);
 
 }  // namespace joules::monitor

@@ -19,6 +19,16 @@ std::string join_ids(const discovery& d, const std::vector<std::size_t>& zones) 
   return out;
 }
 
+component_status component(device_kind kind, energy_method method, std::string detail,
+                           std::string fix) {
+  component_status c;
+  c.kind = kind;
+  c.method = method;
+  c.detail = std::move(detail);
+  c.fix = std::move(fix);
+  return c;
+}
+
 }  // namespace
 
 cpu_backend::cpu_backend(const component_options& options)
@@ -40,8 +50,9 @@ cpu_backend::cpu_backend(const component_options& options)
   if (options.cpu) {
     if (!discovery_.cpu.empty()) {
       add_zones(discovery_.cpu, device_kind::cpu);
-      components_.push_back({device_kind::cpu, energy_method::counter,
-                             fmt::format("RAPL {}", join_ids(discovery_, discovery_.cpu)), ""});
+      components_.push_back(component(device_kind::cpu, energy_method::counter,
+                                      fmt::format("RAPL {}", join_ids(discovery_, discovery_.cpu)),
+                                      ""));
     } else if (options.estimate_cpu) {
       add_estimate(options);
     } else {
@@ -61,8 +72,9 @@ cpu_backend::cpu_backend(const component_options& options)
     const bool in_psys = discovery_.dram_inside_psys && options.cpu && !discovery_.cpu.empty();
     if (!discovery_.dram.empty() && !in_psys) {
       add_zones(discovery_.dram, device_kind::dram);
-      components_.push_back({device_kind::dram, energy_method::counter,
-                             fmt::format("RAPL {}", join_ids(discovery_, discovery_.dram)), ""});
+      components_.push_back(component(device_kind::dram, energy_method::counter,
+                                      fmt::format("RAPL {}", join_ids(discovery_, discovery_.dram)),
+                                      ""));
     } else {
       auto c = not_measured(device_kind::dram, discovery_.dram_reason, discovery_.dram_unreadable);
       if (in_psys) {
@@ -82,6 +94,9 @@ cpu_backend::cpu_backend(const component_options& options)
       components_.push_back(c);
     }
   }
+  // The zones found but not summed belong to no one component: they go with the first (doctor
+  // shows them under RAPL).
+  if (!components_.empty()) components_.front().left_out = discovery_.left_out;
 }
 
 void cpu_backend::add_zones(const std::vector<std::size_t>& zones, device_kind kind) {
@@ -152,8 +167,8 @@ void cpu_backend::add_estimate(const component_options& options) {
     detail += "; a VM: the TDP is the whole socket's, so this likely over-estimates a share of it";
   }
   if (!discovery_.cpu_reason.empty()) detail += "; RAPL: " + discovery_.cpu_reason;
-  components_.push_back({device_kind::cpu, energy_method::estimated, detail,
-                         discovery_.cpu_unreadable ? discovery_.fix : std::string()});
+  components_.push_back(component(device_kind::cpu, energy_method::estimated, detail,
+                                  discovery_.cpu_unreadable ? discovery_.fix : std::string()));
 }
 
 device_reading cpu_backend::read(std::size_t i, read_what what) {

@@ -83,9 +83,13 @@ void sampler::thread_main(std::stop_token stop, backend_options options) {
     break;
   }
   run(stop);
-  std::lock_guard lock(mu_);
-  // An abandoned thread is stuck in (or just back from) a driver call: leave the driver alone.
-  if (!abandoned_) backend_.reset();
+  {
+    std::lock_guard lock(mu_);
+    // An abandoned thread is stuck in (or just back from) a driver call: leave the driver alone.
+    if (!abandoned_) backend_.reset();
+    exited_ = true;
+  }
+  cv_.notify_all();
 }
 
 void sampler::run_task(const std::function<void()>& task) {
@@ -398,6 +402,25 @@ std::vector<window_result> sampler::finish(mono_time end) {
   std::vector<window_result> out;
   out.swap(unclaimed_);
   return out;
+}
+
+bool sampler::stop(std::chrono::milliseconds grace) {
+  if (!thread_.joinable()) return !abandoned_;
+  std::unique_lock lock(mu_);
+  if (!started_) return true;  // not sampling: the destructor ends the thread
+  thread_.request_stop();
+  cv_.notify_all();  // a wait_until() in progress re-checks the stop token
+  if (!cv_.wait_for(lock, grace, [this] { return exited_; })) {
+    // Stuck in a backend call: the thread checks abandoned_ before touching anything when it
+    // comes back, and never calls the driver again.
+    abandoned_ = true;
+    lock.unlock();
+    thread_.detach();
+    return false;
+  }
+  lock.unlock();
+  thread_.join();
+  return true;
 }
 
 void sampler::read_health() {

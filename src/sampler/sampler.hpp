@@ -102,6 +102,12 @@ class sampler {
   std::vector<window_result> finish(mono_time end);
   bool abandoned() const { return abandoned_; }
 
+  // Stops the thread without final readings or windows (a live view that is done), waiting at
+  // most `grace` for it.  A thread stuck in a hung backend call past `grace` is abandoned:
+  // returns false, and abandoned() says so.  The caller must then end the process with
+  // std::_Exit, since the thread still uses this object when the call returns.  Any thread.
+  bool stop(std::chrono::milliseconds grace);
+
   std::shared_ptr<const sampler_snapshot> snapshot() const;
 
   // After finish(): per-device diagnostics for records.
@@ -146,6 +152,7 @@ class sampler {
   bool abandoned_ = false;
   bool started_ = false;
   bool done_ = false;
+  bool exited_ = false;  // thread_main has returned (or is about to)
   std::condition_variable cv_;
   // learn_when_moving(): each counter's energy at the last tick, and when it may learn again.
   std::vector<std::optional<double>> learn_previous_;

@@ -71,11 +71,12 @@ def test_the_text_report_has_every_section_and_fixes():
     assert r.returncode == 2
     out = r.stdout
     for part in ("NVML", "library", "driver 570.86.15", "GPU 0  NVIDIA H100 80GB HBM3 (hopper)",
-                 "counter yes", "GPM yes", "this user may change it: yes", "CUDA devices",
+                 "energy      from its energy counter · power instantaneous", "GPM yes", "this user may change it: yes", "CUDA devices",
                  "cuda:0 = GPU 0", "Findings", "critical  GPU 0: 3 uncorrectable ECC errors",
                  "fix: drain the node", "Status: unhealthy (exit 2)"):
         assert part in out, (part, out)
     assert r.stderr == ""
+    assert "counter · counter" not in out
 
 
 CONDITIONS = [
@@ -133,6 +134,8 @@ def test_power_limit_without_permission_and_gpus_that_cannot_be_opened():
     g = rep["gpus"][0]
     assert g["power_limit_control"] is True and g["power_limit_permission"] is False
     assert "power_limit_no_permission" in codes(rep, "info")
+    f = next(f for f in rep["findings"] if f["code"] == "power_limit_no_permission")
+    assert "tune" not in f["message"] + f["fix"], f  # there is no joules tune
     assert "gpu_skipped" in codes(rep, "warning")
     assert any("no permission" in n for n in rep["notices"])
 
@@ -251,8 +254,10 @@ def test_sim_backend_and_help():
     h = joules("doctor", "--help")
     assert h.returncode == 0
     for part in ("Exit status: 0 healthy, 1 warnings, 2 unhealthy", "--json", "--gpus LIST",
-                 "--backend NAME", "CUDA_DEVICE_ORDER", "a no-op"):
+                 "--backend NAME", "CUDA_DEVICE_ORDER", "a no-op",
+                 "(the report says what cannot, and why)"):
         assert part in h.stdout, part
+    assert "summary" not in h.stdout
 
 
 def test_doctor_is_quick_with_eight_gpus():
@@ -266,3 +271,45 @@ def test_doctor_is_quick_with_eight_gpus():
     assert r.returncode == 0, r.stdout
     assert len(json.loads(r.stdout)["gpus"]) == 8
     assert elapsed < 2.0, elapsed
+
+
+def test_rapl_zones_left_out_of_the_sum_are_shown_with_the_reason(tmp):
+    root = tmp / "powercap"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "powercap" / "laptop-psys", root)
+    r, rep = doctor_json({"devices": [h100()]}, env={"JOULES_POWERCAP_ROOT": str(root)})
+    left = [z for c in rep["components"] for z in c["left_out"]]
+    assert any(z.startswith("intel-rapl:1 (psys): the whole platform") for z in left), left
+    assert any("(core): part of package" in z for z in left), left
+    assert any("(uncore): part of package" in z for z in left), left
+    assert any(z.startswith("intel-rapl-mmio:0: the MMIO interface") for z in left), left
+    text = doctor({"devices": [h100()]}, env={"JOULES_POWERCAP_ROOT": str(root)}).stdout
+    assert "left out  intel-rapl:1 (psys): the whole platform, which contains the packages" in text
+
+
+def test_a_slow_driver_is_a_finding_and_doctor_stays_quick():
+    # GPU 1 answers each NVML call after 200 ms: its 35 or so health and capability calls would
+    # take doctor 7 s more; it reports the slow driver and skips them.
+    scenario = {"devices": [h100(), dict(h100(), latency_us=200_000)]}
+    t0 = time.monotonic()
+    r, rep = doctor_json(scenario)
+    elapsed = time.monotonic() - t0
+    assert r.returncode == 1, rep["findings"]
+    slow = [f for f in rep["findings"] if f["code"] == "slow_driver"]
+    assert len(slow) == 1 and slow[0]["gpu"] == 1 and slow[0]["severity"] == "warning", slow
+    assert "took 200 ms" in slow[0]["message"] and "dmesg" in slow[0]["fix"]
+    g0, g1 = rep["gpus"]
+    assert g0["health_checked"] and not g1["health_checked"]
+    assert g0["read_time_s"] < 0.010 <= g1["read_time_s"]
+    # Opening NVML costs its calls at 200 ms (about 2 s); the examination adds two reads.
+    assert elapsed < 5.0, elapsed
+    text = doctor(scenario).stdout
+    assert "health      not checked: the driver is too slow" in text, text
+
+
+def test_the_default_power_limit_is_read_right():
+    # The default limit is read after the maximum PCIe width into the same variable: a read of
+    # the variable before the call would give 0.016 W.
+    dev = dict(h100(), limits={"default_w": 650, "current_w": 600, "min_w": 200, "max_w": 700})
+    r, rep = doctor_json({"devices": [dev]})
+    f = [f for f in rep["findings"] if f["code"] == "power_limit_below_default"]
+    assert len(f) == 1 and "600 W is below the default 650 W" in f[0]["message"], rep["findings"]

@@ -159,7 +159,7 @@ def test_the_screen_shows_values_bars_throttle_health_and_processes(pane_factory
     assert "(counter)" in power
     for part in ("gpu 97%", "sm 88%", "tensor 61%", "temp 61°C", "1980/1980 MHz",
                  "pcie gen5 x16", "10.0 GiB / 79.6 GiB",
-                 "throttle power cap", "health ok"):
+                 "throttle power cap", "health   ok"):
         assert part in g0, (part, g0)
     assert "120 W / 700 W" in g1
     assert "throttle sw thermal" in g1
@@ -199,15 +199,15 @@ def test_ctrl_c_typed_in_the_view_quits_cleanly(pane_factory):
 
 def test_resizing_redraws_to_fit(pane_factory):
     p = pane_factory("--interval", "100", scn=scenario(extra_gpus=2), width=120, height=45)
-    assert wait_for(lambda: "clocks sm" in p.screen() and "GPU 3" in p.screen()), p.screen()
+    assert wait_for(lambda: "since start" in p.screen() and "GPU 3" in p.screen()), p.screen()
     p.tmux("resize-window", "-t", "m", "-x", "80", "-y", "16")
-    # Four GPUs in 16 lines: compact blocks, every line within 80 columns.
-    small = wait_for(lambda: screen_with(p, "GPU 3", without="clocks sm"))
+    # Four GPUs in 16 lines: shorter blocks, every line within 80 columns.
+    small = wait_for(lambda: screen_with(p, "GPU 3", without="since start"))
     assert small, p.screen()
     assert max(len(l) for l in small.splitlines()) <= 80
     assert len(small.splitlines()) <= 16
     p.tmux("resize-window", "-t", "m", "-x", "120", "-y", "45")
-    assert wait_for(lambda: "clocks sm" in p.screen())
+    assert wait_for(lambda: "since start" in p.screen())
     p.tmux("send-keys", "-t", "m", "q")
     assert p.exit_status() == 0
 
@@ -245,15 +245,18 @@ def test_plain_lines_when_piped_on_a_fixed_schedule():
     assert rc == 128 + signal.SIGINT, err
     lines = out.splitlines()
     assert lines[0].startswith("# ") and "pwr_w" in lines[0] and "throttle" in lines[0]
+    assert lines[0].split()[1:4] == ["time", "age_s", "dev"]
     rows = [l.split() for l in lines[1:]]
-    dev0 = [r for r in rows if r[1] == "0"]
-    dev1 = [r for r in rows if r[1] == "1"]
+    assert not [l for l in lines[1:] if l.startswith("#")], out  # nothing stale
+    dev0 = [r for r in rows if r[2] == "0"]
+    dev1 = [r for r in rows if r[2] == "1"]
     assert len(dev0) == len(dev1) >= 20, out
     assert all("\x1b" not in l for l in lines)
     r = dev0[-1]
-    assert r[2] == "350.0" and r[3] == "700" and r[5] == "97" and r[6] == "88", r
+    assert r[3] == "350.0" and r[4] == "700" and r[6] == "97" and r[7] == "88", r
+    assert 0 <= float(r[1]) < 0.5, r  # the readings' age
     assert r[-2] == "power_cap" and r[-1] == "ok", r
-    assert float(dev0[-1][4]) > float(dev0[0][4]) > 0  # energy since start grows
+    assert float(dev0[-1][5]) > float(dev0[0][5]) > 0  # energy since start grows
     assert dev1[-1][-2] == "sw_thermal" and "remap_pending" in dev1[-1][-1]
     # No drift: the lines keep to a grid of `interval`; a sleep after the work would make each
     # line later than the one before by the time the work took.
@@ -300,14 +303,14 @@ def test_once_plain_gpus_and_an_old_driver():
                env={**e, **NO_RAPL})
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
-    assert len(lines) == 2 and lines[0].startswith("#") and lines[1].split()[1] == "1"
+    assert len(lines) == 2 and lines[0].startswith("#") and lines[1].split()[2] == "1"
     # R390: no field values (no memory temperature), no counter (energy from polled power).
     e, _ = fake_gpus({"devices": [{"latency_us": 20, "power": {"type": "constant", "watts": 200}}]},
                      "r390")
     r = joules("monitor", "--once", "--plain", "--interval", "300", env={**e, **NO_RAPL})
     assert r.returncode == 0, r.stderr
     row = r.stdout.splitlines()[1].split()
-    assert row[2] == "200.0" and row[9] == "-" and float(row[4]) > 0, row
+    assert row[3] == "200.0" and row[10] == "-" and float(row[5]) > 0, row
 
 
 def test_cpu_and_dram_rows_come_from_rapl(tmp):
@@ -343,5 +346,220 @@ def test_bad_options_and_help():
     h = joules("monitor", "--help")
     assert h.returncode == 0
     for part in ("--interval MS", "(default: 500)", "--once", "--json", "--plain", "--gpus LIST",
-                 "--backend NAME", "q (or Ctrl-C) quits", "nvidia-smi dmon"):
+                 "--backend NAME", "q (or Ctrl-C) quits", "nvidia-smi dmon",
+                 "named on stderr, with the fix"):
         assert part in h.stdout, part
+    assert "summary" not in h.stdout
+
+
+def sick_scenario():
+    """GPU 0 healthy; GPU 1 with every problem at once (the flags monitor must show whole)."""
+    return {"devices": [
+        {"latency_us": 20, "power": {"type": "constant", "watts": 350},
+         "processes": [{"pid": os.getpid(), "used_memory_bytes": 1 << 30}]},
+        {"latency_us": 20, "power": {"type": "constant", "watts": 450},
+         "limits": {"current_w": 500},
+         "health": {"ecc_uncorrected": 3, "remap_failure": True, "remap_pending": True,
+                    "clocks_event_reasons": 0x4 | 0x8 | 0x20 | 0x40 | 0x80, "pcie_width": 8,
+                    "pcie_generation": 3, "gpu_util_percent": 90, "persistence_mode": False,
+                    "temperature_c": 93}}]}
+
+
+SICK_FLAGS = ["ECC uncorrectable 3", "row remap failed", "row remap pending", "HW thermal slowdown",
+              "HW power brake", "thermal slowdown", "hot 93°C", "PCIe x8<x16", "PCIe gen3<gen5",
+              "limit 500<700 W", "persistence off"]
+SICK_REASONS = ["power cap", "hw slowdown", "hw thermal", "sw thermal", "power brake"]
+
+
+@pytest.mark.parametrize("width,height", [(80, 24), (80, 45), (120, 45)])
+def test_every_health_flag_is_readable_at_80_and_120_columns(pane_factory, width, height):
+    p = pane_factory("--interval", "200", scn=sick_scenario(), width=width, height=height)
+    text = wait_for(lambda: screen_with(p, "persistence off", "GPU 1"))
+    assert text, p.screen()
+    lines = text.splitlines()
+    assert max(len(l) for l in lines) <= width
+    for part in SICK_FLAGS + SICK_REASONS + ["pcie gen3 x8 (max gen5 x16)"]:
+        assert any(part in l for l in lines), (part, text)
+    p.tmux("send-keys", "-t", "m", "q")
+    assert p.exit_status() == 0
+
+
+def test_the_sparkline_has_no_gaps_at_long_intervals(pane_factory):
+    # 1 s readings drawn in ~100 columns of 0.6 s each: every column after the first reading has
+    # a glyph.
+    p = pane_factory("--interval", "1000", scn=scenario(), width=120, height=45)
+    text = wait_for(lambda: screen_with(p, "peak 350 W"), timeout=30)
+    assert text, p.screen()
+    time.sleep(6)
+    line = next(l for l in p.screen().splitlines() if "peak 350 W" in l)
+    spark = line.split("peak")[0][10:].rstrip()
+    glyphs = spark.lstrip()
+    assert len(glyphs) >= 8, line
+    assert " " not in glyphs, line
+    p.tmux("send-keys", "-t", "m", "q")
+    assert p.exit_status() == 0
+
+
+def hang_scenario(after_s=3.0, hang_us=8_000_000):
+    """GPU 1's NVML calls take 8 s from `after_s` seconds after now (scenario time 10 s)."""
+    scn = scenario()
+    scn["devices"][1]["faults"] = [{"at_s": 10.0 + after_s, "kind": "latency",
+                                    "latency_us": hang_us}]
+    return scn
+
+
+def test_a_hung_driver_is_marked_and_q_quits_at_once(pane_factory):
+    p = pane_factory("--interval", "200", scn=hang_scenario())
+    text = wait_for(lambda: screen_with(p, "the driver is not answering"), timeout=20)
+    assert text, p.screen()
+    assert re.search(r"readings \d+ s old \(from \d\d:\d\d:\d\d\)", text), text
+    t0 = time.monotonic()
+    p.tmux("send-keys", "-t", "m", "q")
+    assert p.exit_status(timeout=10) == 0
+    # Not the 8 s the stuck call takes: the sampler thread is left behind.
+    assert time.monotonic() - t0 < 1.5
+    assert restored(p), (p.tmp / "stty").read_text()
+
+
+def test_sigint_ends_a_hung_monitor_at_once(pane_factory):
+    p = pane_factory("--interval", "200", scn=hang_scenario())
+    assert wait_for(lambda: screen_with(p, "the driver is not answering"), timeout=20), p.screen()
+    t0 = time.monotonic()
+    os.kill(p.joules_pid(), signal.SIGINT)
+    assert p.exit_status(timeout=10) == 128 + signal.SIGINT
+    assert time.monotonic() - t0 < 1.5
+    assert restored(p)
+
+
+def stream_until_stale(args, seconds_after_stale=1.5):
+    """Runs monitor on a pipe until GPU 1 hangs; returns (seconds from SIGINT to exit, rc, out)."""
+    e, _ = fake_gpus(hang_scenario(after_s=2.0))
+    full = dict(os.environ)
+    full.pop("CUDA_VISIBLE_DEVICES", None)
+    full.update(e)
+    full.update(NO_RAPL)
+    proc = subprocess.Popen([JOULES, "monitor", "--interval", "200", *args], env=full,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0 + 1.2 + seconds_after_stale)
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGINT)
+    out, err = proc.communicate(timeout=30)
+    return time.monotonic() - t0, proc.returncode, out, err
+
+
+def test_stale_readings_are_marked_in_plain_lines():
+    took, rc, out, err = stream_until_stale([])
+    assert rc == 128 + signal.SIGINT, err
+    assert took < 1.5, took
+    lines = out.splitlines()
+    notes = [l for l in lines[1:] if l.startswith("# readings ")]
+    assert notes and all(l.endswith("the driver is not answering") for l in notes), out
+    ages = [float(l.split()[1]) for l in lines[1:] if not l.startswith("#")]
+    assert ages[0] < 0.5 and ages[-1] > 1.2, ages  # the age grows while the driver hangs
+
+
+def test_stale_readings_are_marked_in_json():
+    took, rc, out, err = stream_until_stale(["--json"])
+    assert rc == 128 + signal.SIGINT, err
+    assert took < 1.5, took
+    samples = [json.loads(l) for l in out.splitlines()]
+    assert not samples[0]["stale"] and samples[0]["readings_age_s"] < 0.5
+    last = samples[-1]
+    assert last["stale"] is True and last["readings_age_s"] > 1.2, last
+
+
+def test_a_lost_gpu_is_reported_in_every_mode(pane_factory):
+    scn = scenario()
+    scn["devices"][1]["faults"] = [{"at_s": 11.5, "kind": "lost"}]
+    rc, out, err = stream(["--json", "--interval", "200"], scn, 3.0)
+    last = json.loads(out.splitlines()[-1])
+    assert last["node"]["lost_gpus"] == [1], last["node"]
+    d1 = last["devices"][1]
+    assert d1["lost"] is True and d1["power_w"] is None
+    assert [f["code"] for f in d1["findings"]] == ["gpu_lost"]
+    assert last["node"]["power_w"] == 350  # the lost GPU's power is unknown, not counted
+    rc, out, err = stream(["--interval", "200"], scn, 3.0)
+    row = [l.split() for l in out.splitlines() if not l.startswith("#")][-1]
+    assert row[2] == "1" and row[3] == "-" and row[-1] == "gpu_lost", row
+    p = pane_factory("--interval", "200", scn=scn)
+    text = wait_for(lambda: screen_with(p, "LOST", "1 lost"))
+    assert text, p.screen()
+
+
+def test_cpu_and_dram_power_from_their_counters(tmp):
+    """RAPL counters give energy only: monitor shows their power from the differences, and the
+    node's power includes it as its energy does."""
+    import threading
+    root = tmp / "powercap"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram", root)
+    rates = {"intel-rapl:0": 40.0, "intel-rapl:1": 60.0, "intel-rapl:0:0": 8.0,
+             "intel-rapl:1:0": 12.0}  # W
+    stop = threading.Event()
+    t0 = time.monotonic()
+
+    def write():
+        while not stop.is_set():
+            t = time.monotonic() - t0
+            for zone, w in rates.items():
+                f = root / zone / "energy_uj"
+                f.with_suffix(".tmp").write_text(f"{100_000_000 + int(w * t * 1e6)}\n")
+                os.replace(f.with_suffix(".tmp"), f)
+            time.sleep(0.01)
+
+    writer = threading.Thread(target=write, daemon=True)
+    writer.start()
+    try:
+        rc, out, err = stream(["--json", "--interval", "200"], scenario(), 4.0,
+                              env={"JOULES_POWERCAP_ROOT": str(root)})
+        plain_rc, plain, _ = stream(["--interval", "200"], scenario(), 3.0,
+                                    env={"JOULES_POWERCAP_ROOT": str(root)})
+    finally:
+        stop.set()
+        writer.join()
+    last = json.loads(out.splitlines()[-1])
+    host = {(d["kind"], d["index"]): d["power_w"] for d in last["devices"] if d["kind"] != "gpu"}
+    want = {("cpu", 0): 40.0, ("cpu", 1): 60.0, ("dram", 0): 8.0, ("dram", 1): 12.0}
+    assert set(host) == set(want), last["devices"]
+    for k, w in want.items():
+        assert host[k] == pytest.approx(w, rel=0.15), (k, host)
+    assert last["node"]["power_w"] == pytest.approx(
+        sum(d["power_w"] for d in last["devices"]), abs=0.01)
+    assert last["node"]["power_w"] == pytest.approx(470 + 120, rel=0.05)
+    rows = [l.split() for l in plain.splitlines() if not l.startswith("#")]
+    cpu0 = [r for r in rows if r[2] == "cpu0"][-1]
+    assert float(cpu0[3]) == pytest.approx(40.0, rel=0.15), cpu0
+
+
+def test_default_power_limit_and_other_health_fields_in_json():
+    scn = {"devices": [{"latency_us": 20, "power": {"type": "constant", "watts": 400.157},
+                        "limits": {"default_w": 650, "current_w": 600, "min_w": 200, "max_w": 700},
+                        "health": {"ecc_corrected_aggregate": 9, "ecc_uncorrected_aggregate": 2,
+                                   "pcie_replay_counter": 4, "remapped_rows_corrected": 3}}]}
+    e, _ = fake_gpus(scn)
+    r = joules("monitor", "--once", "--json", "--interval", "200", env={**e, **NO_RAPL})
+    assert r.returncode == 0, r.stderr
+    assert '"power_w":400.157,' in r.stdout  # rounded to mW, never 400.15700000000004
+    d = json.loads(r.stdout)["devices"][0]
+    assert d["default_power_limit_w"] == 650 and d["power_limit_w"] == 600
+    assert d["ecc_corrected_aggregate"] == 9 and d["ecc_uncorrected_aggregate"] == 2
+    assert d["pcie_replays"] == 4 and d["remapped_rows_corrected"] == 3
+    for key in ("retired_pages_single_bit", "retired_pages_double_bit", "remapped_rows_uncorrected",
+                "memory_reserved_bytes", "slowdown_temperature_c"):
+        assert key in d, key
+    assert d["memory_reserved_bytes"] > 0 and d["slowdown_temperature_c"] > 0
+    assert "power_limit_below_default" in [f["code"] for f in d["findings"]]
+    energy = json.loads(r.stdout)["devices"][0]["energy_j"]
+    assert round(energy, 3) == energy
+
+
+def test_q_quits_is_not_offered_without_a_keyboard(tmp):
+    # --once on a terminal reads no keys: its screen does not say "q quits".
+    if TMUX is None:
+        pytest.skip("tmux is not installed")
+    p = Pane(tmp, ["--once", "--interval", "200"], scenario())
+    try:
+        assert p.exit_status() == 0
+        text = p.screen()
+        assert "joules monitor" in text and "q quits" not in text, text
+    finally:
+        p.close()

@@ -215,5 +215,72 @@ TEST(DoctorReport, JsonHasEverySection) {
   EXPECT_FALSE(j["findings"][0]["fix"].get<std::string>().empty());
 }
 
+TEST(DoctorReport, SlowDriverAndUncheckedGpus) {
+  report r = healthy_report();
+  r.gpus[0].read_s = 0.0002;
+  r.gpus.push_back(r.gpus[0]);
+  r.gpus[1].info = gpu(1, "00000000:19:00.0");
+  r.gpus[1].read_s = 0.2;
+  r.gpus[1].health.reset();
+  r.gpus[1].caps = {};
+  r.gpus[1].not_checked = "the driver is too slow";
+  r.gpus.push_back(r.gpus[0]);
+  r.gpus[2].info = gpu(2, "00000000:1A:00.0");
+  r.gpus[2].health.reset();
+  r.gpus[2].not_checked = "doctor had spent its 2 s on the GPUs before it";
+  conclude(r);
+  EXPECT_EQ(r.exit_status, health::kWarnings);
+  ASSERT_EQ(r.findings.size(), 2U);
+  EXPECT_EQ(r.findings[0].code, "slow_driver");
+  EXPECT_EQ(r.findings[0].gpu, 1U);
+  EXPECT_NE(r.findings[0].message.find("took 200 ms"), std::string::npos);
+  EXPECT_EQ(r.findings[1].code, "not_checked");
+  EXPECT_EQ(r.findings[1].gpu, 2U);
+  const std::string text = render_text(r, false);
+  EXPECT_NE(text.find("read in 0.20 ms"), std::string::npos) << text;
+  EXPECT_NE(text.find("health      not checked: the driver is too slow"), std::string::npos)
+      << text;
+  const auto j = nlohmann::json::parse(render_json(r));
+  EXPECT_EQ(j["gpus"][1]["read_time_s"], 0.2);
+  EXPECT_EQ(j["gpus"][1]["health_checked"], false);
+  EXPECT_EQ(j["gpus"][0]["health_checked"], true);
+}
+
+TEST(DoctorReport, EnergyLineSaysHowOnce) {
+  report r = healthy_report();
+  conclude(r);
+  std::string text = render_text(r, false);
+  EXPECT_NE(text.find("energy      from its energy counter · power instantaneous"),
+            std::string::npos)
+      << text;
+  r.gpus[0].info.has_energy_counter = false;
+  conclude(r);
+  text = render_text(r, false);
+  EXPECT_NE(text.find("energy      integrated from power readings (no energy counter)"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("tune"), std::string::npos) << text;  // there is no joules tune
+}
+
+TEST(DoctorReport, RaplZonesLeftOutAreShown) {
+  report r = healthy_report();
+  component_status cpu;
+  cpu.kind = device_kind::cpu;
+  cpu.method = energy_method::counter;
+  cpu.detail = "RAPL intel-rapl:0 package-0";
+  cpu.left_out = {
+      "intel-rapl:1 (psys): the whole platform, which contains the packages: not "
+      "added to them",
+      "intel-rapl:0:0 (core): part of package intel-rapl:0"};
+  r.components.push_back(cpu);
+  conclude(r);
+  const std::string text = render_text(r, false);
+  EXPECT_NE(text.find("left out  intel-rapl:1 (psys): the whole platform"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("left out  intel-rapl:0:0 (core): part of package"), std::string::npos);
+  const auto j = nlohmann::json::parse(render_json(r));
+  EXPECT_EQ(j["components"][0]["left_out"].size(), 2U);
+}
+
 }  // namespace
 }  // namespace joules::doctor

@@ -2,26 +2,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "health/findings.hpp"
 #include "monitor/power_history.hpp"
 #include "monitor/view.hpp"
 
 namespace joules::monitor {
 namespace {
-
-// Visible cells of a line (ANSI sequences take none; every glyph used is one cell).
-std::size_t cells(const std::string& s) {
-  std::size_t n = 0;
-  for (std::size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    if (c == 0x1b) {
-      while (i < s.size() && s[i] != 'm')
-        ++i;
-      continue;
-    }
-    if ((c & 0xC0) != 0x80) ++n;
-  }
-  return n;
-}
 
 std::size_t count(const std::string& s, const std::string& what) {
   std::size_t n = 0;
@@ -71,6 +57,37 @@ TEST(MonitorGlyphs, HistoryKeepsTheLastMinuteInBuckets) {
   EXPECT_EQ(gaps[4], 100.0);
   g.add(21.0, std::nullopt);
   EXPECT_EQ(g.peak(), 100.0);
+}
+
+TEST(MonitorGlyphs, ReadingsFarApartLeaveNoGapsInAWideSparkline) {
+  // One reading a second (--interval 1000) drawn in 100 columns of 0.6 s: every bucket after
+  // the first reading shows the reading before it.
+  power_history h(60.0, 2.0);
+  for (int i = 0; i <= 60; ++i)
+    h.add(1000.0 + i, i < 30 ? 300.0 : 600.0);
+  const auto b = h.buckets(1060.0, 100);
+  for (std::size_t k = 0; k < b.size(); ++k)
+    ASSERT_TRUE(b[k].has_value()) << "column " << k;
+  EXPECT_EQ(b[0], 300.0);
+  EXPECT_EQ(b[99], 600.0);
+  EXPECT_EQ(sparkline(b, 700.0).find(' '), std::string::npos);
+  // Before the first reading, after an unknown power, and once readings stop for longer than
+  // the hold (a hung driver): gaps.
+  power_history g(60.0, 2.0);
+  g.add(1030.0, 300.0);
+  g.add(1031.0, 300.0);
+  g.add(1032.0, std::nullopt);
+  g.add(1040.0, 300.0);
+  const auto c = g.buckets(1060.0, 60);  // one bucket a second, from t = 1000
+  EXPECT_FALSE(c[29].has_value());
+  EXPECT_EQ(c[30], 300.0);
+  EXPECT_EQ(c[31], 300.0);
+  EXPECT_FALSE(c[33].has_value());  // unknown from 1032
+  EXPECT_EQ(c[40], 300.0);
+  EXPECT_EQ(c[42], 300.0);  // held for 2 s
+  EXPECT_FALSE(c[43].has_value());
+  EXPECT_FALSE(c[59].has_value());
+  EXPECT_EQ(g.peak(), 300.0);
 }
 
 TEST(MonitorFormat, NumbersForPeople) {
@@ -156,8 +173,9 @@ TEST(MonitorScreen, FullBlocksWhenTheyFit) {
   EXPECT_NE(all.find("sm 88%"), std::string::npos);
   EXPECT_NE(all.find("tensor 61%"), std::string::npos);
   EXPECT_NE(all.find("throttle power cap"), std::string::npos);
-  EXPECT_NE(all.find("health ok"), std::string::npos);
-  EXPECT_NE(all.find("health persistence off"), std::string::npos);  // GPU 1
+  EXPECT_NE(all.find("health   ok"), std::string::npos);
+  EXPECT_NE(all.find("health   persistence off"), std::string::npos);  // GPU 1
+  EXPECT_NE(all.find("q quits"), std::string::npos);
   EXPECT_NE(all.find("1980/1980 MHz"), std::string::npos);
   EXPECT_NE(all.find("4242  alice"), std::string::npos);
   EXPECT_NE(all.find("python train.py"), std::string::npos);
@@ -170,7 +188,7 @@ TEST(MonitorScreen, FullBlocksWhenTheyFit) {
 TEST(MonitorScreen, ShorterTerminalsGetShorterBlocks) {
   fixture f;
   const auto m = f.model(8);
-  const auto tall = render_screen(m, 100, 80, false);
+  const auto tall = render_screen(m, 100, 90, false);
   const auto mid = render_screen(m, 100, 30, false);
   const auto low = render_screen(m, 100, 8, false);
   auto joined = [](const std::vector<std::string>& v) {
@@ -179,8 +197,8 @@ TEST(MonitorScreen, ShorterTerminalsGetShorterBlocks) {
       s += l + "\n";
     return s;
   };
-  EXPECT_NE(joined(tall).find("clocks sm"), std::string::npos);
-  EXPECT_EQ(joined(mid).find("clocks sm"), std::string::npos);
+  EXPECT_NE(joined(tall).find("since start"), std::string::npos);  // full blocks
+  EXPECT_EQ(joined(mid).find("since start"), std::string::npos);   // shorter ones
   EXPECT_NE(joined(mid).find("GPU 7"), std::string::npos);
   EXPECT_LE(mid.size(), 30U);
   EXPECT_LE(low.size(), 8U);
@@ -228,8 +246,8 @@ TEST(MonitorPlain, OneLinePerDeviceWithDashesForUnknown) {
   m.gpus[1].now.health.reset();
   const std::string header = plain_header();
   EXPECT_EQ(header[0], '#');
-  const std::string a = plain_line("2026-01-01T00:00:00.000000Z", m.gpus[0]);
-  const std::string b = plain_line("2026-01-01T00:00:00.000000Z", m.gpus[1]);
+  const std::string a = plain_line("2026-01-01T00:00:00.000000Z", 0.04, m.gpus[0]);
+  const std::string b = plain_line("2026-01-01T00:00:00.000000Z", 0.04, m.gpus[1]);
   EXPECT_EQ(a.back(), '\n');
   EXPECT_NE(a.find(" 350.0 "), std::string::npos) << a;
   EXPECT_NE(a.find("power_cap"), std::string::npos) << a;
@@ -237,6 +255,8 @@ TEST(MonitorPlain, OneLinePerDeviceWithDashesForUnknown) {
   EXPECT_NE(b.find(" - "), std::string::npos) << b;
   // Columns line up with the header.
   EXPECT_EQ(header.find("pwr_w") + 5, a.find(" 350.0") + 6);
+  EXPECT_EQ(header.find("age_s") + 5, a.find(" 0.0 ") + 4);
+  EXPECT_EQ(plain_stale_line(m), "");
 }
 
 TEST(MonitorJson, SamplesParseWithNullsForUnknown) {
@@ -257,6 +277,187 @@ TEST(MonitorJson, SamplesParseWithNullsForUnknown) {
   EXPECT_TRUE(j["devices"][1]["temperature_c"].is_null());
   EXPECT_TRUE(j["devices"][1]["processes"].is_null());
   EXPECT_EQ(j["devices"][0]["method"], "counter");
+}
+
+// A GPU with everything wrong at once: each flag and each throttle reason must be readable
+// whole at 80 and 120 columns, at every level of detail.
+device_view sick_gpu(device_view d) {
+  health_reading& h = *d.now.health;
+  h.ecc_uncorrected_volatile = 3;
+  h.remap_failure = true;
+  h.remap_pending = true;
+  h.retirement_pending = true;
+  h.throttle = clock_events::decode(0x4 | 0x8 | 0x20 | 0x40 | 0x80);
+  h.pcie_generation = 3;
+  h.pcie_width = 8;
+  h.pcie_max_generation = 5;
+  h.pcie_max_width = 16;
+  h.pcie_tx_bytes_per_s = 1.5e9;
+  h.pcie_rx_bytes_per_s = 2.5e9;
+  h.nvlink_tx_bytes_per_s = 120e9;
+  h.nvlink_rx_bytes_per_s = 110e9;
+  h.temperature_c = 93;
+  h.slowdown_temperature_c = 89;
+  h.power_limit_w = 500;
+  h.persistence_mode = false;
+  d.now.health->gpu_util_percent = 90;
+  return d;
+}
+
+std::vector<std::string> flags_of(const device_view& d) {
+  std::vector<std::string> out;
+  for (const auto& f : health::health_findings(d.info, *d.now.health, d.now.lost)) {
+    if (f.level != health::severity::info) out.push_back(f.flag);
+  }
+  return out;
+}
+
+TEST(MonitorScreen, EveryFlagAndReasonIsReadableAt80And120Columns) {
+  fixture f;
+  auto m = f.model(2);
+  m.gpus[1] = sick_gpu(m.gpus[1]);
+  const auto flags = flags_of(m.gpus[1]);
+  ASSERT_GE(flags.size(), 10U);
+  const std::vector<std::string> reasons = {"power cap", "hw slowdown", "sw thermal", "hw thermal",
+                                            "power brake"};
+  for (std::size_t width : {80U, 120U}) {
+    for (std::size_t height : {60U, 30U, 16U, 10U}) {
+      const auto lines = render_screen(m, width, height, false);
+      std::string all;
+      for (const auto& l : lines) {
+        EXPECT_LE(cells(l), width) << l;
+        all += l + "\n";
+      }
+      for (const auto& flag : flags)
+        EXPECT_NE(all.find(flag), std::string::npos)
+            << width << "x" << height << " " << flag << "\n"
+            << all;
+      if (height >= 30) {  // the levels that show clock-event reasons and links
+        for (const auto& r : reasons)
+          EXPECT_NE(all.find(r), std::string::npos) << width << "x" << height << " " << r;
+        EXPECT_NE(all.find("pcie gen3 x8 (max gen5 x16)"), std::string::npos) << all;
+        EXPECT_NE(all.find("nvlink tx 120.0 GB/s rx 110.0 GB/s"), std::string::npos) << all;
+      }
+    }
+  }
+}
+
+TEST(MonitorScreen, EightGpusUseTheHeightOf120x45) {
+  fixture f;
+  auto m = f.model(8);
+  auto joined = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& l : v)
+      s += l + "\n";
+    return s;
+  };
+  // A process on each GPU: four-line blocks (clocks, throttle, health and a sparkline each)
+  // and every process, in all but a line of the 45.
+  for (unsigned g = 1; g < 8; ++g)
+    m.processes.push_back({g, 5000 + g, "bob", "python eval.py", std::uint64_t{1} << 30U, false});
+  auto lines = render_screen(m, 120, 45, false);
+  std::string all = joined(lines);
+  EXPECT_GE(lines.size(), 44U) << all;
+  EXPECT_EQ(count(all, "clocks "), 8U) << all;
+  EXPECT_EQ(count(all, "peak "), 8U) << all;
+  EXPECT_EQ(count(all, "python "), 8U) << all;
+  // One process: the lines left over give a full block to a GPU, the one with a problem first
+  // (GPU 1: persistence off).
+  m.processes.resize(1);
+  lines = render_screen(m, 120, 45, false);
+  all = joined(lines);
+  EXPECT_GE(lines.size(), 40U) << all;
+  EXPECT_EQ(count(all, "since start"), 1U) << all;
+  EXPECT_LT(all.find("GPU 1  NVIDIA H100 80GB HBM3  GPU-00000001"), all.find("since start")) << all;
+}
+
+TEST(MonitorScreen, QQuitsOnlyWhenKeysAreRead) {
+  fixture f;
+  auto m = f.model(1);
+  m.keys = false;
+  for (const auto& l : render_screen(m, 120, 40, false))
+    EXPECT_EQ(l.find("q quits"), std::string::npos) << l;
+}
+
+TEST(MonitorStale, OldReadingsAreMarkedInEveryMode) {
+  fixture f;
+  auto m = f.model(2);
+  m.readings_age_s = 8.4;
+  m.stale = true;
+  m.readings_clock = "12:03:57";
+  const std::string banner = "readings 8 s old (from 12:03:57): the driver is not answering";
+  EXPECT_EQ(stale_text(m), banner);
+  const auto lines = render_screen(m, 120, 40, false);
+  EXPECT_EQ(lines[1], banner);  // right under the title
+  EXPECT_EQ(plain_stale_line(m), "# " + banner + "\n");
+  EXPECT_NE(plain_line("t", m.readings_age_s, m.gpus[0]).find(" 8.4 "), std::string::npos);
+  const auto j = nlohmann::json::parse(json_sample(m, "t"));
+  EXPECT_EQ(j["readings_age_s"], 8.4);
+  EXPECT_EQ(j["stale"], true);
+  m.stale = false;
+  EXPECT_EQ(stale_text(m), "");
+  EXPECT_EQ(nlohmann::json::parse(json_sample(m, "t"))["stale"], false);
+}
+
+TEST(MonitorLost, ALostGpuIsSaidInEveryMode) {
+  fixture f;
+  auto m = f.model(2);
+  m.gpus[1].now.lost = true;
+  m.gpus[1].now.power_w.reset();
+  m.gpus[1].now.health = health_reading{};
+  std::string all;
+  for (const auto& l : render_screen(m, 80, 40, false))
+    all += l + "\n";
+  EXPECT_NE(all.find("1 lost"), std::string::npos) << all;
+  EXPECT_NE(all.find("LOST"), std::string::npos) << all;
+  EXPECT_NE(plain_line("t", 0.0, m.gpus[1]).find("gpu_lost"), std::string::npos);
+  const auto j = nlohmann::json::parse(json_sample(m, "t"));
+  EXPECT_EQ(j["node"]["lost_gpus"], nlohmann::json::array({1}));
+  EXPECT_EQ(j["devices"][1]["lost"], true);
+  EXPECT_TRUE(j["devices"][1]["power_w"].is_null());
+  EXPECT_EQ(j["devices"][1]["findings"][0]["code"], "gpu_lost");
+}
+
+TEST(MonitorJson, NumbersAreRoundedAndEveryHealthFieldIsThere) {
+  fixture f;
+  auto m = f.model(1);
+  m.now_s = 1234.5678901234;
+  m.elapsed_s = 83.123456;
+  auto& d = m.gpus[0];
+  d.now.power_w = 400.15700000000004;
+  d.now.energy_j = 102399949.84834215;
+  health_reading& h = *d.now.health;
+  h.ecc_corrected_aggregate = 12;
+  h.ecc_uncorrected_aggregate = 1;
+  h.retired_pages_single_bit = 2;
+  h.retired_pages_double_bit = 1;
+  h.remapped_rows_corrected = 5;
+  h.remapped_rows_uncorrected = 0;
+  h.pcie_replays = 7;
+  h.memory_reserved_bytes = std::uint64_t{512} << 20U;
+  h.slowdown_temperature_c = 87.0;
+  h.default_power_limit_w = 700.0;
+  h.sm_activity_percent = 88.123456;
+  h.pcie_tx_bytes_per_s = 1234567.891;
+  const std::string line = json_sample(m, "t");
+  EXPECT_NE(line.find("\"power_w\":400.157,"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"energy_j\":102399949.848,"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"monotonic_s\":1234.56789,"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"elapsed_s\":83.123,"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"sm_activity_percent\":88.1,"), std::string::npos) << line;
+  EXPECT_NE(line.find("\"pcie_tx_bytes_per_s\":1234568,"), std::string::npos) << line;
+  const auto j = nlohmann::json::parse(line)["devices"][0];
+  EXPECT_EQ(j["ecc_corrected_aggregate"], 12);
+  EXPECT_EQ(j["ecc_uncorrected_aggregate"], 1);
+  EXPECT_EQ(j["retired_pages_single_bit"], 2);
+  EXPECT_EQ(j["retired_pages_double_bit"], 1);
+  EXPECT_EQ(j["remapped_rows_corrected"], 5);
+  EXPECT_EQ(j["remapped_rows_uncorrected"], 0);
+  EXPECT_EQ(j["pcie_replays"], 7);
+  EXPECT_EQ(j["memory_reserved_bytes"], 512 << 20);
+  EXPECT_EQ(j["slowdown_temperature_c"], 87.0);
+  EXPECT_EQ(j["default_power_limit_w"], 700.0);
+  EXPECT_TRUE(j["shutdown_temperature_c"].is_null());
 }
 
 }  // namespace

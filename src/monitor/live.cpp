@@ -1,0 +1,130 @@
+#include "monitor/live.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <ctime>
+#include <thread>
+#include <tuple>
+
+namespace joules::monitor {
+
+std::string local_clock(std::time_t t) {
+  std::tm tm{};
+  localtime_r(&t, &tm);
+  std::array<char, 16> buf{};
+  std::strftime(buf.data(), buf.size(), "%H:%M:%S", &tm);
+  return buf.data();
+}
+
+live_model::live_model(const sampler& readings, std::vector<std::size_t> devices,
+                       std::chrono::milliseconds interval, bool keys, std::string host)
+    : readings_(readings),
+      devices_(std::move(devices)),
+      histories_(
+          devices_.size(),
+          power_history(60.0, std::chrono::duration<double>(interval + kStaleSlack).count())),
+      counter_energy_(devices_.size()),
+      stale_after_(interval + kStaleSlack) {
+  const backend_meta& meta = readings.hardware().meta();
+  model_.host = std::move(host);
+  if (meta.backend == "nvml") {
+    model_.source = meta.driver_version.empty()
+                        ? std::string("nvml")
+                        : fmt::format("nvml, driver {}", meta.driver_version);
+  } else {
+    model_.source = fmt::format("{} (simulated)", meta.backend);
+  }
+  model_.interval_s = std::chrono::duration<double>(interval).count();
+  model_.keys = keys;
+  start_ = steady::now();
+}
+
+const screen_model& live_model::update() {
+  const auto snap = readings_.snapshot();
+  const mono_time now = steady::now();
+  model_.now_s = monotonic_seconds(now);
+  model_.elapsed_s = seconds_between(start_, now);
+  model_.clock = local_clock(std::time(nullptr));
+  model_.gpus.clear();
+  model_.host_devices.clear();
+  model_.processes.clear();
+  model_.processes_known = false;
+  model_.readings_age_s.reset();
+  model_.stale = false;
+  model_.readings_clock.clear();
+  if (!snap) return model_;
+  // The age of what is shown: a sampler stuck in a driver call publishes nothing, and every
+  // value below is as old as its last snapshot.
+  const auto age = now - snap->taken;
+  model_.readings_age_s = std::chrono::duration<double>(age).count();
+  if (age > stale_after_) {
+    model_.stale = true;
+    model_.readings_clock = local_clock(std::chrono::system_clock::to_time_t(
+        std::chrono::system_clock::now() -
+        std::chrono::duration_cast<std::chrono::system_clock::duration>(age)));
+  }
+  const bool fresh = snap->ticks != last_ticks_;
+  last_ticks_ = snap->ticks;
+  const auto& infos = readings_.hardware().devices();
+  for (std::size_t k = 0; k < devices_.size() && k < snap->devices.size(); ++k) {
+    const device_info& info = infos[devices_[k]];
+    sampler_snapshot::device now_k = snap->devices[k];
+    // Devices with a counter and no power reading (RAPL's CPU and DRAM): power from the
+    // counter.  A lost device's energy stops; its power is unknown, not zero.
+    const bool counter_only = info.power == power_source::none && info.has_energy_counter;
+    if (fresh && counter_only && now_k.energy_j && !now_k.lost) {
+      counter_energy_[k].emplace_back(monotonic_seconds(snap->taken), *now_k.energy_j);
+    }
+    if (counter_only && !now_k.lost && !now_k.power_w) now_k.power_w = counter_power(k);
+    if (fresh) histories_[k].add(monotonic_seconds(snap->taken), now_k.power_w);
+    device_view v{info, now_k, &histories_[k]};
+    if (info.kind != device_kind::gpu) {
+      model_.host_devices.push_back(std::move(v));
+      continue;
+    }
+    if (now_k.health && now_k.health->processes_known) {
+      model_.processes_known = true;
+      for (const auto& p : now_k.health->processes) {
+        const auto& who = names_.lookup(p.pid);
+        model_.processes.push_back(
+            {info.index, p.pid, who.user, who.command, p.used_memory_bytes, p.graphics});
+      }
+    }
+    model_.gpus.push_back(std::move(v));
+  }
+  std::sort(model_.processes.begin(), model_.processes.end(), [](const auto& a, const auto& b) {
+    return std::tie(a.gpu, a.pid) < std::tie(b.gpu, b.pid);
+  });
+  names_.forget_unused();
+  return model_;
+}
+
+void live_model::wait_for_health() const {
+  const mono_time until = steady::now() + std::chrono::seconds(2);
+  while (steady::now() < until) {
+    const auto snap = readings_.snapshot();
+    if (snap && std::all_of(snap->devices.begin(), snap->devices.end(),
+                            [](const auto& d) { return d.health.has_value() || d.lost; })) {
+      return;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+// Power of a device that reports only energy (RAPL's CPU and DRAM counters): the energy between
+// the newest reading and the last one at least kCounterPowerSpanS before it (else the oldest),
+// over the time between them.
+std::optional<double> live_model::counter_power(std::size_t k) {
+  auto& e = counter_energy_[k];
+  if (e.size() < 2) return std::nullopt;
+  const double newest = e.back().first;
+  while (e.size() > 2 && newest - e[1].first >= kCounterPowerSpanS)
+    e.pop_front();
+  const double dt = newest - e.front().first;
+  if (!(dt > 0.0)) return std::nullopt;
+  return std::max(0.0, (e.back().second - e.front().second) / dt);
+}
+
+}  // namespace joules::monitor
