@@ -135,10 +135,13 @@ def test_averaged_power_readings_are_placed_in_the_middle_of_their_window():
 
 
 def test_peak_is_the_peak_of_per_sample_sums():
-    # Two GPUs that peak at different times: the node never draws 700 + 700 W.
-    scenario = {"devices": [h100({"type": "square", "low_w": 100, "high_w": 700, "period_s": 0.4}),
+    # Two GPUs that peak at different times: the node never draws 700 + 700 W.  Their high
+    # stretches are 100 ms apart, so that no tick (whose GPUs are read one after the other) can
+    # see one GPU before its fall and the other after its rise.
+    scenario = {"devices": [h100({"type": "square", "low_w": 100, "high_w": 700, "period_s": 0.4,
+                                  "duty": 0.25}),
                             h100({"type": "square", "low_w": 100, "high_w": 700, "period_s": 0.4,
-                                  "phase_s": 0.2})]}
+                                  "duty": 0.25, "phase_s": 0.2})]}
     r, records, _, _ = run_json(scenario)
     end = records[-1]
     assert end["peak_power_w"] <= 800.0 + 1e-6
