@@ -70,7 +70,8 @@ const screen_model& live_model::update() {
   const auto& infos = readings_.hardware().devices();
   for (std::size_t k = 0; k < devices_.size() && k < snap->devices.size(); ++k) {
     const device_info& info = infos[devices_[k]];
-    sampler_snapshot::device now_k = snap->devices[k];
+    device_view v{info, snap->devices[k], &histories_[k]};
+    sampler_snapshot::device& now_k = v.now;
     // Devices with a counter and no power reading (RAPL's CPU and DRAM): power from the
     // counter.  A lost device's energy stops; its power is unknown, not zero.
     const bool counter_only = info.power == power_source::none && info.has_energy_counter;
@@ -79,7 +80,6 @@ const screen_model& live_model::update() {
     }
     if (counter_only && !now_k.lost && !now_k.power_w) now_k.power_w = counter_power(k);
     if (fresh) histories_[k].add(monotonic_seconds(snap->taken), now_k.power_w);
-    device_view v{info, now_k, &histories_[k]};
     if (info.kind != device_kind::gpu) {
       model_.host_devices.push_back(std::move(v));
       continue;

@@ -93,12 +93,22 @@ cpu_identity read_cpu_identity(const std::string& proc_root) {
 }
 
 std::string normalise_cpu_name(std::string_view name) {
-  std::string s;
+  // Lower case, and the trademark marks ((R), (TM), ®, ™) as spaces.
+  std::string lowered;
   for (char c : name)
-    s += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  for (std::string_view mark : {"(r)", "(tm)", "\xc2\xae", "\xe2\x84\xa2"}) {
-    for (auto p = s.find(mark); p != std::string::npos; p = s.find(mark))
-      s.replace(p, mark.size(), " ");
+    lowered += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  std::string s;
+  for (std::size_t i = 0; i < lowered.size();) {
+    bool mark = false;
+    for (std::string_view m : {"(r)", "(tm)", "\xc2\xae", "\xe2\x84\xa2"}) {
+      if (lowered.compare(i, m.size(), m) == 0) {
+        s += ' ';
+        i += m.size();
+        mark = true;
+        break;
+      }
+    }
+    if (!mark) s += lowered[i++];
   }
   if (const auto at = s.find('@'); at != std::string::npos) s.erase(at);  // "@ 2.50GHz"
   std::string out;
