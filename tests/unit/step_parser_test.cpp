@@ -346,6 +346,32 @@ TEST(StepParser, MetricNamesAndUnits) {
   EXPECT_EQ(metric_of(k, "completed_step"), std::nullopt);
 }
 
+TEST(StepParser, CounterBeforeSpacedMetricsIsNoPartOfTheirName) {
+  struct example {
+    const char* line;
+    std::uint64_t step;
+    double loss;
+  };
+  for (const example& e : std::vector<example>{{"step 40/100 loss 2.0", 40, 2.0},
+                                               {"step 41/100 loss 2.5 lr 1e-4", 41, 2.5},
+                                               {"step 42/100, loss 2.0", 42, 2.0},
+                                               {"iter 10/100 loss 2.25", 10, 2.25},
+                                               {"Step 5/50 loss: 1.2", 5, 1.2},
+                                               {"step 7 loss 3.5", 7, 3.5}}) {
+    step_parser p;
+    const auto r = p.parse(e.line);
+    ASSERT_EQ(r.kind, line_kind::step) << e.line;
+    EXPECT_EQ(r.step, e.step) << e.line;
+    EXPECT_EQ(metric_of(r, "loss"), e.loss) << e.line;
+    for (const auto& m : r.metrics) {
+      EXPECT_EQ(m.name.find("step"), std::string::npos) << e.line << ": " << m.name;
+      EXPECT_EQ(m.name.find("iter"), std::string::npos) << e.line << ": " << m.name;
+    }
+  }
+  step_parser p;
+  EXPECT_EQ(metric_of(p.parse("step 41/100 loss 2.5 lr 1e-4"), "lr"), 1e-4);
+}
+
 TEST(StepParser, MetricNormaliser) {
   EXPECT_EQ(normalise_metric("'learning_rate'", 1e-4, "")->name, "lr");
   EXPECT_EQ(normalise_metric("RunningAvgSamplesPerSec", 7.8, "")->name,
