@@ -236,6 +236,25 @@ bool match_bare_fraction(std::string_view body, match& m) {
 
 }  // namespace
 
+std::optional<std::uint64_t> stated_epochs(std::string_view body) {
+  constexpr std::uint64_t kMaxEpochs = 1000000;
+  std::optional<std::uint64_t> n;
+  if (const std::size_t at = body.find("Scheduled epochs: "); at != std::string_view::npos) {
+    cursor c(body, at + 18);
+    n = c.uint();
+  } else if (const std::size_t me = body.find("max_epoch"); me != std::string_view::npos) {
+    // max_epochs=12, max_epoch=10 (fairseq), 'max_epochs': 3, max_epochs: 3
+    cursor c(body, me + 9);
+    c.eat('s');
+    c.eat('\'') || c.eat('"');
+    if (!c.eat('=') && !c.eat(':')) return std::nullopt;
+    c.skip_spaces();
+    n = c.uint();
+  }
+  if (!n || *n == 0 || *n > kMaxEpochs) return std::nullopt;  // max_epoch=0: no limit
+  return n;
+}
+
 bool match_other(std::string_view body, format_state& st, match& m) {
   switch (body[0]) {
     case 'E': {
@@ -246,6 +265,7 @@ bool match_other(std::string_view body, format_state& st, match& m) {
       if (c.eat("Epoch ") && c.fraction(e, total) && total &&
           c.rest().find_first_not_of(' ') == std::string_view::npos) {
         st.keras_epoch = e > 0 ? e - 1 : 0;
+        m.epochs = total;
         if (e <= 1) st.keras_total.reset();  // a new fit(): its bars may have another total
         m.format = "keras";
         return true;

@@ -120,6 +120,47 @@ TEST(StepParser, EpochIndexNotPrintedIsCountedFromRestarts) {
   EXPECT_TRUE(r.counter_restarted);
 }
 
+TEST(StepParser, TheEpochAndTheNumberOfEpochs) {
+  {
+    step_parser p;  // Keras: the header says both
+    EXPECT_EQ(p.parse("Epoch 2/3").epochs, 3u);
+    const auto r = p.parse(" 5/20 [====>.........................] - ETA: 1s - loss: 0.5");
+    EXPECT_EQ(r.epoch, 1u);
+    EXPECT_EQ(r.epochs, 3u);
+    EXPECT_EQ(r.step, 25u);
+  }
+  {
+    step_parser p;  // Lightning's tqdm bar: the epoch, not how many
+    const auto r = p.parse("Epoch 4:  10%|█         | 100/1000 [00:10<01:30, 10.00it/s, loss=2.3]");
+    EXPECT_EQ(r.epoch, 4u);
+    EXPECT_EQ(r.epochs, std::nullopt);
+    // ... until a printed configuration says it; every line after carries it.
+    EXPECT_EQ(p.parse("  | max_epochs: 20").epochs, 20u);
+    EXPECT_EQ(p.parse("Epoch 4:  11%|█         | 110/1000 [00:11<01:30, 10.00it/s]").epochs, 20u);
+  }
+  {
+    step_parser p;  // Lightning's rich bar: "Epoch 0/9" is the first of 10
+    EXPECT_EQ(p.parse("Epoch 0/9  ━━━━━━━━━━━━━━━━━━ 100/1000 0:00:10 • 0:01:30 10.00it/s "
+                      "loss: 2.3")
+                  .epochs,
+              10u);
+  }
+  for (const auto& [line, n] : std::vector<std::pair<std::string, std::optional<std::uint64_t>>>{
+           {"Scheduled epochs: 300. LR stepped per epoch.", 300},
+           {"train_cfg = dict(by_epoch=True, max_epochs=12, val_interval=1)", 12},
+           {"Namespace(arch='transformer', max_epoch=10, max_update=0)", 10},
+           {"Namespace(arch='transformer', max_epoch=0, max_update=50000)", std::nullopt},
+           {"{'max_epochs': 5, 'lr': 0.001}", 5},
+           {"epochs: 7", std::nullopt}}) {
+    step_parser p;
+    EXPECT_EQ(p.parse(line).epochs, n) << line;
+  }
+  step_parser p;  // old Hugging Face "Iteration" bars: the epoch counted from the restarts
+  p.parse("Iteration: 100%|██████████| 20711/20711 [4:43:00<00:00,  1.45it/s]");
+  EXPECT_EQ(p.parse("Iteration:   0%|          | 1/20711 [00:00<4:43:00,  1.22it/s]").epoch, 1u);
+  EXPECT_EQ(p.parse("iter 10: loss 3.1462, time 13.97ms, mfu 26.69%").epoch, std::nullopt);
+}
+
 TEST(StepParser, GapsRepeatsAndRestarts) {
   step_parser p;
   auto a = p.parse("iter 10: loss 3.1462, time 13.97ms, mfu 26.69%");
