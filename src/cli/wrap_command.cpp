@@ -357,20 +357,30 @@ int wrap_main(const parsed_args& args) {
     for (std::size_t i = 0; i < readers.size(); ++i) {
       reader& r = readers[i];
       if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0) continue;
-      // Read what is there, up to a burst: a pseudo-terminal hands out at most 4 KiB a read.
+      // Read what is there, up to a burst.  A pseudo-terminal hands out at most 4 KiB a read:
+      // the buffer is filled by as many reads as there are bytes waiting, and handled (parsed,
+      // written out) in one go.
       std::size_t got = 0;
-      while (got < kReadBurst) {
-        const ssize_t n = read(r.src.fd, buffer.data(), buffer.size());
-        if (n > 0) {
-          // Lines that arrive after the command ended were written before it did.
-          if (child.exited()) windows.set_end(child.exit_time());
-          const mono_time stamp = child.exited() ? child.exit_time() : steady::now();
-          on_chunk(r, std::string_view(buffer.data(), static_cast<std::size_t>(n)), stamp);
-          got += static_cast<std::size_t>(n);
-          continue;
+      while (got < kReadBurst && !r.eof) {
+        std::size_t filled = 0;
+        mono_time stamp{};
+        while (filled < buffer.size()) {
+          const ssize_t n = read(r.src.fd, buffer.data() + filled, buffer.size() - filled);
+          if (n > 0) {
+            // Lines that arrive after the command ended were written before it did.
+            if (filled == 0) stamp = child.exited() ? child.exit_time() : steady::now();
+            filled += static_cast<std::size_t>(n);
+            continue;
+          }
+          if (n < 0 && errno == EINTR) continue;
+          if (n == 0 || errno != EAGAIN) r.eof = true;  // EIO: the pty's last writer is gone
+          break;
         }
-        if (n == 0 || (errno != EAGAIN && errno != EINTR)) r.eof = true;  // EIO: pty closed
-        break;
+        if (filled == 0) break;
+        if (child.exited()) windows.set_end(child.exit_time());
+        on_chunk(r, std::string_view(buffer.data(), filled), stamp);
+        got += filled;
+        if (filled < buffer.size()) break;  // all that was there
       }
     }
     const std::size_t sig = readers.size();

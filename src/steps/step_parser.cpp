@@ -7,6 +7,7 @@
 #include "steps/custom_format.hpp"
 #include "steps/formats.hpp"
 #include "steps/line_prefix.hpp"
+#include "steps/prefilter.hpp"
 #include "steps/scan.hpp"
 
 namespace joules::steps {
@@ -44,9 +45,10 @@ struct step_parser::state {
   std::string_view ended_phase;
 };
 
-step_parser::step_parser(std::vector<std::string> custom)
+step_parser::step_parser(std::vector<std::string> custom, bool prefilter)
     : custom_(custom.empty() ? nullptr : std::make_unique<custom_formats>(custom)),
-      state_(std::make_unique<state>()) {}
+      state_(std::make_unique<state>()),
+      prefilter_(prefilter) {}
 
 step_parser::~step_parser() = default;
 step_parser::step_parser(step_parser&&) noexcept = default;
@@ -88,6 +90,11 @@ parsed_line step_parser::parse(std::string_view line) {
   state& s = *state_;
   parsed_line out;
   out.epochs = s.epochs;
+  // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
+  // metric lines of an OLMo or Composer header may follow (any indented "key: value").
+  if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
+    return out;
+  }
   const std::string_view text = visible_text(line, s.scratch);
   match m;
   bool found = false;

@@ -58,7 +58,9 @@ class step_parser {
   // codes and carriage-return rewrites are removed); the first capture group is the step, an
   // optional group named `total` the total.  Custom formats are tried before the built-in ones.
   // Throws joules::usage_error naming the regex and the PCRE2 error for an invalid one.
-  explicit step_parser(std::vector<std::string> custom = {});
+  // `prefilter` (steps/prefilter.hpp) skips the lines no format can match; it changes no
+  // result, and is off only to show that (tests/steps/step_corpus_test.cpp).
+  explicit step_parser(std::vector<std::string> custom = {}, bool prefilter = true);
   ~step_parser();
   step_parser(step_parser&&) noexcept;
   step_parser& operator=(step_parser&&) noexcept;
@@ -73,6 +75,7 @@ class step_parser {
   struct state;
   std::unique_ptr<custom_formats> custom_;
   std::unique_ptr<state> state_;
+  bool prefilter_ = true;
 };
 
 }  // namespace joules::steps
