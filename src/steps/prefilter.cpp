@@ -10,10 +10,11 @@ namespace {
 
 // The words, lower case, by their first letter.  "val" covers valid, validation, val_loss;
 // "sav" saving, saved, save; "num_u" fairseq's num_updates; "acc" the ImageNet example's
-// "* Acc@1"; "tttg"/"ttp:" parameter-golf's test-time training; "eta" Detectron2's lines.
-constexpr std::array<std::string_view, 16> kWords = {
-    "step", "iter",  "infer", "epoch", "eval",  "eta", "val",   "sav",
-    "test", "train", "tttg",  "ttp:",  "batch", "acc", "num_u", "samples/sec"};
+// "* Acc@1"; "tttg"/"ttp:" parameter-golf's test-time training; "eta" Detectron2's lines;
+// "loss" llama2.c's "490 | loss 5.75 | ...".
+constexpr std::array<std::string_view, 17> kWords = {
+    "step",  "iter", "infer", "epoch", "eval", "eta",   "val",  "sav",        "test",
+    "train", "tttg", "ttp:",  "batch", "acc",  "num_u", "loss", "samples/sec"};
 
 enum : std::uint8_t {
   kPlain = 0,
@@ -81,8 +82,14 @@ bool may_be_step_related(std::string_view s) {
         if (c == '%') {
           if (i + 1 < n && s[i + 1] == '|') return true;
         } else if (c == '/') {
-          if (i > 0 && is_digit(s[i - 1]) && i + 1 < n && (is_digit(s[i + 1]) || s[i + 1] == 'U'))
-            return true;
+          // "N/M", also with spaces around the slash (Megatron pads both numbers).
+          std::size_t b = i;
+          while (b > 0 && is_space(s[b - 1]))
+            --b;
+          std::size_t a = i + 1;
+          while (a < n && is_space(s[a]))
+            ++a;
+          if (b > 0 && is_digit(s[b - 1]) && a < n && (is_digit(s[a]) || s[a] == 'U')) return true;
         } else if (i + 2 < n && s[i + 1] == '\x94' && s[i + 2] == '\x81') {
           return true;  // ━
         }

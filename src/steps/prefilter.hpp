@@ -6,10 +6,11 @@
 // (tests/steps/step_corpus_test.cpp runs both over the corpus and compares every line).
 //
 // Why that holds: every format, phase, metric-only line and epoch statement the parser knows
-// needs one of the words below at the start of a word (after a byte that is not a letter), or
-// "%|", "━", "{", or a digit, "/" and a digit (or "Unknown"); lines with control bytes (colour
-// codes, carriage returns: what a terminal shows is not the raw bytes) are always "maybe".  A
-// format added to the parser must add its word here.  Pure.
+// needs one of the words listed in prefilter.cpp at the start of a word (after a byte that is
+// not a letter), or "%|", "━", "{", or a digit, "/" and a digit (or "Unknown"; spaces allowed
+// around the slash); lines with control bytes (colour codes, carriage returns: what a terminal
+// shows is not the raw bytes) are always "maybe".  A format added to the parser must add its
+// word there.  Pure.
 
 #include <string_view>
 
