@@ -6,13 +6,22 @@ to /dev/null.  Rates are end to end: lines (or bytes) divided by the tool's wall
 included.  joules: `joules wrap -q --no-inline` (the child on a pseudo-terminal; also with
 `-o /dev/null`, step records written, and with --no-pty for plain output); matcha: `matcha wrap`
 in its default mode (each line echoed, an energy suffix on step lines: with --output it would
-drop the child's output).  A run whose memory passes 4 GB is stopped (the machine is shared).  Memory: the peak resident set of the tool's own process (VmHWM; the child excluded)."""
+drop the child's output).  A run whose memory passes 4 GB is stopped (the machine is shared).  Memory: the peak resident set of the tool's own process (VmHWM; the child excluded).
+
+The ceiling: bench/passthrough/passthrough_ceiling starts the same child on a pseudo-terminal or a
+pipe and does nothing but read 64 KiB and write it to /dev/null: what this kernel lets any
+pass-through reach.  The child never blocked: bench/passthrough/write_latency prints 10,000 step
+lines a second for 5 s and times each of its own write() calls, straight to /dev/null, through
+the minimal reader, and through `joules wrap` (8 fake GPUs, 20 µs per NVML call)."""
 from __future__ import annotations
 
 import subprocess
 
-from .common import (CHILDREN, JOULES, SYS_PY, VENV, Watched, constant_scenario, fake_env,
-                     ratio, run_timed)
+import json
+import os
+
+from .common import (CHILDREN, JOULES, PASSTHROUGH_CEILING, SYS_PY, VENV, WRITE_LATENCY, Watched,
+                     constant_scenario, fake_env, ratio, run_timed)
 from .render import fmt_mb, fmt_ratio, fmt_rate, fmt_s
 
 NAME = "throughput"
@@ -50,6 +59,34 @@ def _measure(ctx, tool, kind, count, env, pty=True, records=False, timeout=300):
     return rec
 
 
+def _ceiling(ctx, mode, size, env):
+    """The minimal reader's rate through a pty or a pipe (bytes/s, from the child's start to its
+    end of output)."""
+    p = subprocess.run([str(PASSTHROUGH_CEILING), mode, SYS_PY, str(CHILDREN / "emit.py"), "plain",
+                        str(int(size))], env=env, stdout=subprocess.DEVNULL,
+                       stderr=subprocess.PIPE, text=True, timeout=300)
+    total, seconds = p.stderr.split()[:2]
+    rate = int(total) / float(seconds)
+    ctx.log(f"throughput: minimal reader, {mode}: {rate / 1e6:.1f} MB/s")
+    return {"count": int(total), "wall_s": float(seconds), "bytes_per_s": rate}
+
+
+LATENCY_RATE = 10000
+LATENCY_S = 5
+
+
+def _write_latency(ctx, label, prefix, env):
+    """The child's own write() latency at LATENCY_RATE lines/s, run under `prefix`."""
+    report = ctx.tmpdir("latency") / "report.json"
+    cmd = [*prefix, str(WRITE_LATENCY), str(LATENCY_RATE), str(LATENCY_S), str(report)]
+    subprocess.run(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   timeout=120, check=True)
+    rec = json.loads(report.read_text())
+    ctx.log(f"throughput: write latency, {label}: p99 {rec['p99_us']:.1f} us, "
+            f"max {rec['max_us']:.0f} us")
+    return rec
+
+
 def run(ctx) -> dict:
     q = ctx.quick
     env = fake_env(constant_scenario(8))
@@ -80,6 +117,21 @@ def run(ctx) -> dict:
         out["longline"]["joules"].append(_measure(ctx, "joules", "longline", size, env))
     for size in ([16 * 2**20] if q else [16 * 2**20, 64 * 2**20]):
         out["longline"]["matcha"].append(_measure(ctx, "matcha", "longline", size, env))
+
+    # What any pass-through reaches on this kernel, and the child's own writes.
+    out["ceiling"] = {m: _ceiling(ctx, m, plain_j, env) for m in ("pty", "pipe")}
+    joules = [str(JOULES), "wrap", "-q", "--no-inline"]
+    out["write_latency"] = {
+        "rate_lines_per_s": LATENCY_RATE, "seconds": LATENCY_S,
+        "/dev/null": _write_latency(ctx, "/dev/null", [], env),
+        "minimal reader, pty": _write_latency(ctx, "reader pty", [str(PASSTHROUGH_CEILING), "pty"],
+                                              env),
+        "joules wrap": _write_latency(ctx, "joules", [*joules, "--"], env),
+        "joules wrap -o": _write_latency(ctx, "joules -o", [*joules, "-o", os.devnull, "--"],
+                                         env),
+        "joules wrap --no-pty": _write_latency(ctx, "joules --no-pty",
+                                               [*joules, "--no-pty", "--"], env),
+    }
     out["conditions"] = {"gpus": 8, "latency_us": 20, "rss_limit_kb": RSS_LIMIT_KB}
     return out
 
@@ -147,4 +199,31 @@ def tables(res: dict) -> list[dict]:
           "rows": [["step lines, plain output, long lines",
                     "cannot: they do not read the child's output (no per-step mode from a "
                     "trainer's log); the child writes straight to the terminal"]]}
-    return [t1, t2, t3, t4]
+    tables_out = [t1, t2, t3, t4]
+    ceiling = res.get("ceiling")
+    if ceiling:
+        tables_out.append({
+            "title": "Pass-through ceiling on this kernel: a minimal reader (read 64 KiB, write "
+                     "to /dev/null) against `joules wrap`, plain output",
+            "columns": ["channel", "minimal reader", "joules wrap", "joules ÷ reader"],
+            "rows": [["pseudo-terminal", fmt_rate(ceiling["pty"]["bytes_per_s"] / 1e6, "MB/s"),
+                      _mbps(pj), fmt_ratio(ratio(_rate(pj), ceiling["pty"]["bytes_per_s"]))],
+                     ["pipe (--no-pty)", fmt_rate(ceiling["pipe"]["bytes_per_s"] / 1e6, "MB/s"),
+                      _mbps(pn), fmt_ratio(ratio(_rate(pn), ceiling["pipe"]["bytes_per_s"]))]],
+        })
+    lat = res.get("write_latency")
+    if lat:
+        rows = []
+        for label in ("/dev/null", "minimal reader, pty", "joules wrap", "joules wrap -o",
+                      "joules wrap --no-pty"):
+            r = lat.get(label)
+            if r:
+                rows.append([label, f"{r['p50_us']:.1f} µs", f"{r['p99_us']:.1f} µs",
+                             f"{r['max_us']:.0f} µs", f"{r['late_lines']:,} of {r['lines']:,}"])
+        tables_out.append({
+            "title": f"The child never blocked: its own write() of each step line, "
+                     f"{lat['rate_lines_per_s']:,} lines/s for {lat['seconds']} s",
+            "columns": ["the child's stdout", "p50", "p99", "max", "lines written > 1 ms late"],
+            "rows": rows,
+        })
+    return tables_out

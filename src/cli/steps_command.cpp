@@ -91,6 +91,7 @@ void append_json(std::string& out, std::uint64_t n, const steps::parsed_line& p)
   if (p.kind == steps::line_kind::step) {
     w.field("step", p.step).field("step_gap", p.step_gap);
     w.field("counter_restarted", p.counter_restarted);
+    if (p.epoch) w.field("epoch", p.epoch).field("epochs", p.epochs);
   }
   w.field("total", p.total);
   if (!p.phase.empty()) w.field("phase", p.phase);

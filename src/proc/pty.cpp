@@ -52,9 +52,15 @@ void pty_pair::close_slave() {
   slave_ = -1;
 }
 
-void pty_pair::resize_from(int fd) {
+bool pty_pair::resize_from(int fd) {
   winsize ws = size_of(fd);
+  winsize now{};
+  if (ioctl(master_, TIOCGWINSZ, &now) == 0 && now.ws_col == ws.ws_col && now.ws_row == ws.ws_row &&
+      now.ws_xpixel == ws.ws_xpixel && now.ws_ypixel == ws.ws_ypixel) {
+    return false;
+  }
   ioctl(master_, TIOCSWINSZ, &ws);
+  return true;
 }
 
 }  // namespace joules

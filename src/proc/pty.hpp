@@ -25,8 +25,8 @@ class pty_pair {
   // After the child has started: only the child keeps the slave open, so the master reads EOF
   // (EIO on Linux) once the child and everything it started have closed it.
   void close_slave();
-  // Copies the size of `fd`'s terminal to the pty (on SIGWINCH).
-  void resize_from(int fd);
+  // Copies the size of `fd`'s terminal to the pty (on SIGWINCH); true when the size changed.
+  bool resize_from(int fd);
 
  private:
   int master_ = -1;

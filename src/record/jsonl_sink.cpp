@@ -28,7 +28,11 @@ jsonl_sink jsonl_sink::adopt_fd(int fd, std::string name) {
 }
 
 jsonl_sink::jsonl_sink(jsonl_sink&& o) noexcept
-    : fd_(o.fd_), owned_(o.owned_), name_(std::move(o.name_)), failed_(o.failed_) {
+    : fd_(o.fd_),
+      owned_(o.owned_),
+      name_(std::move(o.name_)),
+      failed_(o.failed_),
+      route_(std::move(o.route_)) {
   o.fd_ = -1;
   o.owned_ = false;
 }
@@ -41,6 +45,10 @@ void jsonl_sink::write(std::string_view record) {
   std::lock_guard lock(mu_);
   line_.assign(record);
   line_ += '\n';
+  if (route_) {
+    route_(line_);
+    return;
+  }
   while (true) {
     const ssize_t n = ::write(fd_, line_.data(), line_.size());
     if (n == static_cast<ssize_t>(line_.size())) return;
@@ -54,6 +62,16 @@ void jsonl_sink::write(std::string_view record) {
     ++failed_;
     return;
   }
+}
+
+void jsonl_sink::route(std::function<void(std::string_view line)> to) {
+  std::lock_guard lock(mu_);
+  route_ = std::move(to);
+}
+
+void jsonl_sink::add_failed(int n) {
+  std::lock_guard lock(mu_);
+  failed_ += n;
 }
 
 int jsonl_sink::failed_writes() const {

@@ -7,6 +7,7 @@
 // Thread-safety: write() may be called from several threads (the sampler writes window records
 // while the main thread writes session records); each call is one write(2) under a mutex.
 
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -31,7 +32,14 @@ class jsonl_sink {
   void write(std::string_view record);
 
   int failed_writes() const;
+  // Hands every record, one line with its newline, to `to` instead of writing it: `wrap` passes
+  // the records that share stdout or stderr with the command's output to its output channel,
+  // which writes them between the command's lines.  Records `to` could not write are counted
+  // with add_failed().
+  void route(std::function<void(std::string_view line)> to);
+  void add_failed(int n);
   const std::string& name() const { return name_; }
+  int fd() const { return fd_; }
 
  private:
   jsonl_sink(int fd, bool owned, std::string name)
@@ -43,6 +51,7 @@ class jsonl_sink {
   mutable std::mutex mu_;
   int failed_ = 0;
   std::string line_;  // reused buffer, guarded by mu_
+  std::function<void(std::string_view)> route_;
 };
 
 }  // namespace joules

@@ -21,6 +21,9 @@ struct match {
   // every epoch and `total` is the number of batches per epoch; `epoch` (0-based) when printed.
   bool per_epoch = false;
   std::optional<std::uint64_t> epoch;
+  // The number of epochs of the run, when the line says it (a Keras epoch header, a rich
+  // Lightning bar, a printed configuration).
+  std::optional<std::uint64_t> epochs;
   std::string_view phase;         // phase_begin / phase_end: "eval", "checkpoint"
   std::string_view format;        // set also on lines of kind none that a format recognised
   std::string_view metrics_text;  // the part of the line that holds metrics; empty: none
@@ -52,6 +55,10 @@ bool match_other(std::string_view body, format_state& st, match& m);
 bool match_generic(std::string_view body, match& m);
 // Phase announcements: evaluation and checkpoint starts and ends.
 bool match_phase(std::string_view body, match& m);
+
+// The number of epochs a line states outside the step formats: timm's "Scheduled epochs: 300",
+// "max_epochs=12" or "max_epochs: 3" in a printed configuration (MMEngine, Lightning, argparse).
+std::optional<std::uint64_t> stated_epochs(std::string_view body);
 
 // The unsigned integer after `key` and a separator (":", "=", " ", "\": \"") in `s`, where the
 // key starts the text or follows a non-identifier byte.

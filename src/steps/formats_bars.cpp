@@ -228,7 +228,10 @@ bool match_heavy_or_keras(std::string_view body, format_state& st, match& m) {
   std::string_view desc = trim_desc(body.substr(0, bar));
   if (const std::size_t slash = desc.find('/');
       epoch_prefix(desc) && slash != std::string_view::npos) {
-    desc = desc.substr(0, slash);  // "Epoch 0/9": the epoch of max_epochs - 1
+    // "Epoch 0/9": the epoch of max_epochs - 1
+    cursor last(desc, slash + 1);
+    if (const auto e = last.uint(); e && *e < 1000000) m.epochs = *e + 1;
+    desc = desc.substr(0, slash);
   }
   std::string_view postfix = c.rest();
   if (const std::size_t rate = postfix.find("it/s"); rate != std::string_view::npos) {

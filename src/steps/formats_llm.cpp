@@ -151,8 +151,10 @@ bool match_iter_word(std::string_view body, match& m) {
     set_step(m, "nanogpt", *it, std::nullopt, c.rest(), metric_style::spaced);
     return true;
   }
-  // LitGPT before 2024: "iter 76 step 38: loss 10.8259, iter time: 197.87ms"
+  // LitGPT before 2024: "iter 76 step 38: loss 10.8259, iter time: 197.87ms", and in March
+  // 2024 "iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)"
   c.skip_spaces();
+  if (c.eat('|')) c.skip_spaces();
   if (!c.eat("step ")) return false;
   const auto s = c.uint();
   if (!s || !c.eat(':')) return false;
@@ -165,7 +167,9 @@ bool match_litgpt(std::string_view body, match& m) {
   cursor c(body);
   if (!c.eat("Epoch ") && !c.eat("Ep ")) return false;
   if (!c.uint() || !c.eat(" | iter ") || !c.uint()) return false;
-  if (!c.eat(" step ") && !c.eat(" | step ")) return false;
+  // A LitGPT draft of March 2024 printed "stEp" (Lightning-AI/litgpt PR #1055).
+  if (!c.eat(" | ") && !c.eat(' ')) return false;
+  if (!c.eat_ci("step ")) return false;
   const auto s = c.uint();
   if (!s) return false;
   std::string_view rest = c.rest();

@@ -8,7 +8,11 @@
 //   fairseq         epoch 001:    100 / 1563 loss=9.764, ppl=869.35, num_updates=100, lr=1.25e-05
 //   DeepSpeed       epoch=0/micro_step=100/global_step=10, RunningAvgSamplesPerSec=45.1
 //   Hugging Face    {'loss': 2.3, 'grad_norm': 0.8, 'learning_rate': 1.2e-04, 'epoch': 0.1}
+//   TF Trainer      {'loss': 18.6387, 'learning_rate': 4.91e-05, 'epoch': 0.0585, 'step': 10}
 //   parameter-golf  500/20000 train_loss:2.5 train_time:...   (modded-nanoGPT without "step:")
+//   llama2.c        490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%
+//   char-rnn        170/9500 (epoch 0.895), train_loss = 2.84438551, grad/param norm = 1.3e-01
+//   word LM         | epoch   1 |   200/ 2323 batches | lr 20.00 | ms/batch 15.86 | loss  6.78
 
 #include "steps/formats.hpp"
 #include "steps/scan.hpp"
@@ -106,12 +110,24 @@ bool match_imagenet_style(std::string_view body, match& m) {
   if (!timm && !c.eat("Epoch: ")) return false;
   std::uint64_t e = 0;
   if (timm) {
-    const auto v = c.uint();
-    if (!v) return false;
-    e = *v;
+    // timm: "Train: 0 [" (epoch from 0); OpenPCDet's timm style: "Train:    1/3 ( 33%) ["
+    // (epoch from 1, of 3).
+    c.skip_spaces();
+    std::optional<std::uint64_t> epochs;
+    if (!c.fraction(e, epochs)) return false;
+    if (epochs) {
+      if (*epochs == 0) return false;
+      m.epochs = epochs;
+      e = e > 0 ? e - 1 : 0;
+      c.skip_spaces();
+      if (c.eat('(')) skip_past(c, ')');
+    }
   } else {
-    std::optional<std::uint64_t> unused;
-    if (!c.eat('[') || !c.fraction(e, unused) || !c.eat(']')) return false;
+    // "Epoch: [0]" (the ImageNet example, torchvision's references, DeiT) or "Epoch: [0/100]"
+    // (DINO): the second number is the number of epochs.
+    std::optional<std::uint64_t> epochs;
+    if (!c.eat('[') || !c.fraction(e, epochs) || !c.eat(']')) return false;
+    if (epochs && *epochs > 0) m.epochs = epochs;
   }
   if (!bracket_fraction(c, n, total) || !total) return false;
   skip_past(c, ']');
@@ -165,6 +181,34 @@ bool match_fairseq(std::string_view body, match& m) {
   return true;
 }
 
+// The PyTorch word language model example: "| epoch   1 |   200/ 2323 batches | lr 20.00 |
+// ms/batch 15.86 | loss  6.78 | ppl   883.54" and "| end of epoch   1 | time: 24.19s | valid
+// loss  5.15 | valid ppl   172.34" (the leading "| " is stripped as a separator).
+bool match_word_lm(std::string_view body, match& m) {
+  cursor c(body);
+  if (c.eat("end of epoch ")) {
+    const std::size_t bar = body.find('|');
+    if (bar == std::string_view::npos || !contains(body, "valid loss")) return false;
+    set_kind(m, line_kind::phase_end, "word_language_model", body.substr(bar + 1),
+             metric_style::spaced);
+    return true;
+  }
+  if (!c.eat("epoch ")) return false;
+  c.skip_spaces();
+  const auto e = c.uint();
+  if (!e || !c.eat(" |")) return false;
+  c.skip_spaces();
+  std::uint64_t n = 0;
+  std::optional<std::uint64_t> total;
+  if (!c.fraction(n, total) || !total || !c.eat(" batches |")) return false;
+  set_kind(m, line_kind::step, "word_language_model", c.rest(), metric_style::spaced);
+  m.step = n;
+  m.total = total;
+  m.per_epoch = true;
+  m.epoch = *e > 0 ? *e - 1 : 0;
+  return true;
+}
+
 bool match_lower_e(std::string_view body, match& m) {
   if (body.substr(0, 4) == "eta:") {  // Detectron2
     const std::size_t at = body.find(" iter: ");
@@ -185,7 +229,7 @@ bool match_lower_e(std::string_view body, match& m) {
     m.step = *g;
     return true;
   }
-  return match_fairseq(body, m);
+  return match_fairseq(body, m) || match_word_lm(body, m);
 }
 
 // Hugging Face log dicts carry metrics; the step count comes from the progress bar.  fairseq's
@@ -206,6 +250,16 @@ bool match_dict(std::string_view body, match& m) {
   }
   const bool eval = body.substr(0, 7) == "{'eval_" || contains(body, ", 'eval_loss'");
   set_kind(m, eval ? line_kind::phase_end : line_kind::none, "hf_trainer", body);
+  // The TensorFlow Trainer has no progress bar: its dicts carry the step.
+  if (!eval) {
+    if (const std::size_t at = body.find("'step': "); at != std::string_view::npos) {
+      cursor c(body, at + 8);
+      if (const auto n = c.uint(); n && (c.peek() == ',' || c.peek() == '}')) {
+        m.kind = line_kind::step;
+        m.step = *n;
+      }
+    }
+  }
   return true;
 }
 
@@ -225,6 +279,13 @@ bool match_bare_fraction(std::string_view body, match& m) {
   if (!c.eat(' ')) return false;
   c.skip_spaces();
   const std::string_view rest = c.rest();
+  // char-rnn and torch-rnn: "170/9500 (epoch 0.895), train_loss = 2.84, grad/param norm = ..."
+  if (rest.substr(0, 7) == "(epoch " && contains(rest, "train_loss")) {
+    set_kind(m, line_kind::step, "char-rnn", rest.substr(rest.find(')') + 1));
+    m.step = n;
+    m.total = total;
+    return true;
+  }
   const bool train = rest.substr(0, 10) == "train_loss" || rest.substr(0, 10) == "train_time";
   const bool val = rest.substr(0, 8) == "val_loss" || rest.substr(0, 7) == "val_bpb";
   if (!train && !val) return false;
@@ -234,7 +295,36 @@ bool match_bare_fraction(std::string_view body, match& m) {
   return true;
 }
 
+// llama2.c: "490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%".
+bool match_llama2c(std::string_view body, match& m) {
+  cursor c(body);
+  const auto n = c.uint();
+  if (!n || !c.eat(" | loss ")) return false;
+  set_kind(m, line_kind::step, "llama2.c", body.substr(body.find('|') + 1), metric_style::spaced);
+  m.step = *n;
+  return true;
+}
+
 }  // namespace
+
+std::optional<std::uint64_t> stated_epochs(std::string_view body) {
+  constexpr std::uint64_t kMaxEpochs = 1000000;
+  std::optional<std::uint64_t> n;
+  if (const std::size_t at = body.find("Scheduled epochs: "); at != std::string_view::npos) {
+    cursor c(body, at + 18);
+    n = c.uint();
+  } else if (const std::size_t me = body.find("max_epoch"); me != std::string_view::npos) {
+    // max_epochs=12, max_epoch=10 (fairseq), 'max_epochs': 3, max_epochs: 3
+    cursor c(body, me + 9);
+    c.eat('s');
+    c.eat('\'') || c.eat('"');
+    if (!c.eat('=') && !c.eat(':')) return std::nullopt;
+    c.skip_spaces();
+    n = c.uint();
+  }
+  if (!n || *n == 0 || *n > kMaxEpochs) return std::nullopt;  // max_epoch=0: no limit
+  return n;
+}
 
 bool match_other(std::string_view body, format_state& st, match& m) {
   switch (body[0]) {
@@ -246,6 +336,7 @@ bool match_other(std::string_view body, format_state& st, match& m) {
       if (c.eat("Epoch ") && c.fraction(e, total) && total &&
           c.rest().find_first_not_of(' ') == std::string_view::npos) {
         st.keras_epoch = e > 0 ? e - 1 : 0;
+        m.epochs = total;
         if (e <= 1) st.keras_total.reset();  // a new fit(): its bars may have another total
         m.format = "keras";
         return true;
@@ -267,7 +358,7 @@ bool match_other(std::string_view body, format_state& st, match& m) {
       return true;
     }
     default:
-      return is_digit(body[0]) && match_bare_fraction(body, m);
+      return is_digit(body[0]) && (match_bare_fraction(body, m) || match_llama2c(body, m));
   }
 }
 

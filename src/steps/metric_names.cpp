@@ -37,7 +37,7 @@ constexpr std::array<std::string_view, 22> kNotMetrics = {"step",
 
 struct alias {
   std::string_view canonical;
-  std::array<std::string_view, 12> names;
+  std::array<std::string_view, 13> names;
 };
 
 constexpr std::array<alias, 9> kAliases = {{
@@ -60,7 +60,7 @@ constexpr std::array<alias, 9> kAliases = {{
     {"step_time",
      {"time", "dt", "iter_time", "step_time", "time_per_step", "time_per_iteration",
       "elapsed_time_per_iteration", "train_step_timing", "seconds", "iteration_time", "batch_time",
-      "step_duration"}},
+      "step_duration", "took"}},
 }};
 
 std::string_view canonical_name(std::string_view name) {

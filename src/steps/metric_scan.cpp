@@ -171,6 +171,12 @@ class field_walker {
       reset();
       return next;
     }
+    // A number that is not a quantity ("40/100" after "step", a clock time, a version) ends any
+    // key before it and is no part of the next one: "step 40/100 loss 2.0" holds loss = 2.
+    if (is_digit(trim_token(t).empty() ? 'x' : trim_token(t).front())) {
+      reset();
+      return next;
+    }
     // A word: part of the next key.  After "key:" a word means the value was not a number; a
     // parenthesised word ("(step)") is an aside, not part of a key.
     if (explicit_ || (t.front() == '(' && t.back() == ')')) reset();

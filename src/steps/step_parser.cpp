@@ -7,6 +7,7 @@
 #include "steps/custom_format.hpp"
 #include "steps/formats.hpp"
 #include "steps/line_prefix.hpp"
+#include "steps/prefilter.hpp"
 #include "steps/scan.hpp"
 
 namespace joules::steps {
@@ -33,6 +34,8 @@ struct step_parser::state {
   std::optional<std::uint64_t> last_total;
   // Per-epoch counters whose epoch is not printed: the batches of the epochs before this one.
   std::uint64_t epoch_base = 0;
+  std::uint64_t epochs_counted = 0;         // restarts of such a counter
+  std::optional<std::uint64_t> epochs;      // the number of epochs, once the log has said it
   std::optional<std::uint64_t> last_batch;  // the last per-epoch counter, as printed
   std::uint64_t last_batch_total = 0;
   std::optional<std::uint64_t> last_epoch;
@@ -42,9 +45,10 @@ struct step_parser::state {
   std::string_view ended_phase;
 };
 
-step_parser::step_parser(std::vector<std::string> custom)
+step_parser::step_parser(std::vector<std::string> custom, bool prefilter)
     : custom_(custom.empty() ? nullptr : std::make_unique<custom_formats>(custom)),
-      state_(std::make_unique<state>()) {}
+      state_(std::make_unique<state>()),
+      prefilter_(prefilter) {}
 
 step_parser::~step_parser() = default;
 step_parser::step_parser(step_parser&&) noexcept = default;
@@ -73,8 +77,11 @@ bool has_digit(std::string_view s) {
 // Built-in formats, cheapest and most specific first.
 bool match_builtin(std::string_view body, format_state& st, match& m) {
   if (!has_digit(body)) return match_phase(body, m);
-  return match_bar(body, st, m) || match_llm(body, st, m) || match_other(body, st, m) ||
-         match_phase(body, m) || match_generic(body, m);
+  const bool found = match_bar(body, st, m) || match_llm(body, st, m) || match_other(body, st, m) ||
+                     match_phase(body, m) || match_generic(body, m);
+  // A configuration printed at the start (a line of no format, or a dict) may say the epochs.
+  if (m.kind == line_kind::none && !m.epochs) m.epochs = stated_epochs(body);
+  return found;
 }
 
 }  // namespace
@@ -82,6 +89,12 @@ bool match_builtin(std::string_view body, format_state& st, match& m) {
 parsed_line step_parser::parse(std::string_view line) {
   state& s = *state_;
   parsed_line out;
+  out.epochs = s.epochs;
+  // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
+  // metric lines of an OLMo or Composer header may follow (any indented "key: value").
+  if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
+    return out;
+  }
   const std::string_view text = visible_text(line, s.scratch);
   match m;
   bool found = false;
@@ -116,6 +129,7 @@ parsed_line step_parser::parse(std::string_view line) {
       found = true;
     }
   }
+  if (m.epochs) s.epochs = out.epochs = m.epochs;
   if (!found) return out;
   out.format = m.format;
   if (!m.metrics_text.empty()) {
@@ -157,14 +171,17 @@ parsed_line step_parser::parse(std::string_view line) {
   if (m.per_epoch && m.total && *m.total > 0) {
     const bool same = s.last_format == m.format && s.last_batch.has_value();
     if (m.epoch) {
+      out.epoch = m.epoch;
       step = *m.epoch * *m.total + m.step;
       out.counter_restarted =
           same && s.last_epoch && *m.epoch > *s.last_epoch && m.step < *s.last_batch;
     } else {
       if (same && m.step < *s.last_batch) {
         s.epoch_base += s.last_batch_total;
+        ++s.epochs_counted;
         out.counter_restarted = true;
       }
+      out.epoch = s.epochs_counted;
       step = s.epoch_base + m.step;
     }
     s.last_batch = m.step;

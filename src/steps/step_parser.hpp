@@ -34,6 +34,13 @@ struct parsed_line {
   std::uint64_t step_gap = 0;
   // The printed step counter went back (a new epoch, a new run): the step is still a new step.
   bool counter_restarted = false;
+  // kind == step with a per-epoch counter: the epoch (0-based), as printed or counted from the
+  // counter's restarts.
+  std::optional<std::uint64_t> epoch;
+  // The number of epochs of the run, once the log has said it (Keras "Epoch 1/3", Lightning's
+  // "Epoch 0/2" bar, timm's "Scheduled epochs: 300", "max_epochs=12" in a printed
+  // configuration); set on every line from then on.
+  std::optional<std::uint64_t> epochs;
   std::string phase;  // phase_begin/phase_end: "eval", "checkpoint"
   // Parsed from this line: step lines, eval results, and lines of kind none that only carry
   // metrics for the last step (Hugging Face log dicts, OLMo and Composer metric lines).
@@ -51,7 +58,9 @@ class step_parser {
   // codes and carriage-return rewrites are removed); the first capture group is the step, an
   // optional group named `total` the total.  Custom formats are tried before the built-in ones.
   // Throws joules::usage_error naming the regex and the PCRE2 error for an invalid one.
-  explicit step_parser(std::vector<std::string> custom = {});
+  // `prefilter` (steps/prefilter.hpp) skips the lines no format can match; it changes no
+  // result, and is off only to show that (tests/steps/step_corpus_test.cpp).
+  explicit step_parser(std::vector<std::string> custom = {}, bool prefilter = true);
   ~step_parser();
   step_parser(step_parser&&) noexcept;
   step_parser& operator=(step_parser&&) noexcept;
@@ -66,6 +75,7 @@ class step_parser {
   struct state;
   std::unique_ptr<custom_formats> custom_;
   std::unique_ptr<state> state_;
+  bool prefilter_ = true;
 };
 
 }  // namespace joules::steps

@@ -41,8 +41,24 @@ std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
 
 void append_json_escaped(std::string& out, std::string_view s) {
   static constexpr char kHex[] = "0123456789abcdef";
+  // Bytes that pass as they are: printable ASCII but the quote and the backslash.  Keys and most
+  // values are nothing else, and go out in one append.
+  static constexpr auto kPlain = [] {
+    std::array<bool, 256> t{};
+    for (int c = 0x20; c < 0x7F; ++c)
+      t[static_cast<std::size_t>(c)] = c != '"' && c != '\\';
+    return t;
+  }();
   std::size_t i = 0;
   while (i < s.size()) {
+    std::size_t run = i;
+    while (run < s.size() && kPlain[static_cast<unsigned char>(s[run])])
+      ++run;
+    if (run > i) {
+      out.append(s.data() + i, run - i);
+      i = run;
+      if (i == s.size()) break;
+    }
     const auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x80) {
       const std::size_t n = utf8_sequence_length(s, i);

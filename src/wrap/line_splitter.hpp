@@ -6,7 +6,9 @@
 //
 // Not thread-safe: owned by wrap's reader loop.
 
+#include <algorithm>
 #include <cstddef>
+#include <cstring>
 #include <string>
 #include <string_view>
 
@@ -22,27 +24,32 @@ class line_splitter {
   void feed(std::string_view chunk, F&& on_line) {
     std::size_t i = 0;
     while (i < chunk.size()) {
-      const char c = chunk[i];
       if (pending_cr_) {
         pending_cr_ = false;
-        if (c == '\n') {  // \r\n: the \r already ended the line
+        if (chunk[i] == '\n') {  // \r\n: the \r already ended the line
           ++i;
           continue;
         }
       }
-      // Find the next terminator in bulk: the common case is long runs of plain bytes.
-      std::size_t j = i;
-      while (j < chunk.size() && chunk[j] != '\n' && chunk[j] != '\r')
-        ++j;
-      append(chunk.substr(i, j - i));
-      if (j == chunk.size()) return;
+      // The next terminator, found in bulk: the common case is long runs of plain bytes.
+      const std::size_t j = next_terminator(chunk, i);
+      if (j == chunk.size()) {
+        append(chunk.substr(i));
+        return;
+      }
       if (chunk[j] == '\r') pending_cr_ = true;
       // A \r\n inside this chunk ends after the \n.
       const std::size_t end =
           chunk[j] == '\r' && j + 1 < chunk.size() && chunk[j + 1] == '\n' ? j + 2 : j + 1;
-      on_line(std::string_view(line_), end);
-      line_.clear();
-      truncated_ = false;
+      if (line_.empty() && !truncated_) {
+        // The whole line is in the chunk: no copy.
+        on_line(chunk.substr(i, std::min(j - i, kMaxLine)), end);
+      } else {
+        append(chunk.substr(i, j - i));
+        on_line(std::string_view(line_), end);
+        line_.clear();
+        truncated_ = false;
+      }
       i = j + 1;
     }
   }
@@ -61,6 +68,19 @@ class line_splitter {
   std::size_t capacity() const { return line_.capacity(); }
 
  private:
+  // The position of the first \n or \r at or after `from`, or chunk.size().
+  static std::size_t next_terminator(std::string_view chunk, std::size_t from) {
+    const char* p = chunk.data() + from;
+    const char* end = chunk.data() + chunk.size();
+    // memchr is vectorised; a \r is rare outside progress bars, so look for \n first and for
+    // \r only before it.
+    const void* nl = std::memchr(p, '\n', static_cast<std::size_t>(end - p));
+    const char* stop = nl != nullptr ? static_cast<const char*>(nl) : end;
+    const void* cr = std::memchr(p, '\r', static_cast<std::size_t>(stop - p));
+    if (cr != nullptr) stop = static_cast<const char*>(cr);
+    return static_cast<std::size_t>(stop - chunk.data());
+  }
+
   void append(std::string_view s) {
     if (truncated_) return;
     const std::size_t room = kMaxLine - line_.size();

@@ -1,22 +1,9 @@
 #include "wrap/output_gate.hpp"
 
-#include <unistd.h>
-
-#include <cerrno>
-
 namespace joules {
 
 void output_gate::emit(std::string_view bytes) {
-  while (!bytes.empty()) {
-    const ssize_t n = ::write(fd_, bytes.data(), bytes.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      // Our stdout is gone (a closed pipe): the child must not notice; drop the bytes.
-      ++write_errors_;
-      return;
-    }
-    bytes.remove_prefix(static_cast<std::size_t>(n));
-  }
+  out_.write(bytes);
 }
 
 void output_gate::write(std::string_view bytes) {
@@ -28,6 +15,10 @@ void output_gate::write(std::string_view bytes) {
 }
 
 void output_gate::hold_for(std::uint64_t window, mono_time now) {
+  if (!markers_.empty() && markers_.back().window == window) {
+    markers_.back().offset = held_.size();
+    return;
+  }
   markers_.push_back({window, held_.size(), now});
 }
 
@@ -40,31 +31,30 @@ void output_gate::annotate(std::uint64_t window, std::string_view text) {
 }
 
 void output_gate::release() {
-  // Everything before the first marker is already out; go marker by marker while annotations are
-  // known, letting out the bytes up to the next marker each time.
+  // Marker by marker while annotations are known: the held bytes up to the marker, then its
+  // annotation.  Bytes before the next marker still waiting go out too.
   std::size_t done = 0;
   while (!markers_.empty()) {
     const marker m = markers_.front();
     while (!ready_.empty() && ready_.front().first < m.window)
       ready_.pop_front();
     if (ready_.empty() || ready_.front().first != m.window) break;
+    emit(std::string_view(held_).substr(done, m.offset - done));
     emit(ready_.front().second);
     ready_.pop_front();
     markers_.pop_front();
-    const std::size_t next = markers_.empty() ? held_.size() : markers_.front().offset;
-    emit(std::string_view(held_).substr(done, next - done));
-    done = next;
+    done = m.offset;
   }
+  const std::size_t next = markers_.empty() ? held_.size() : markers_.front().offset;
+  emit(std::string_view(held_).substr(done, next - done));
   if (markers_.empty()) {
     held_.clear();
     ready_.clear();
     return;
   }
-  if (done > 0) {
-    held_.erase(0, done);
-    for (auto& mk : markers_)
-      mk.offset -= done;
-  }
+  held_.erase(0, next);
+  for (auto& mk : markers_)
+    mk.offset -= next;
 }
 
 void output_gate::expire(mono_time now) {

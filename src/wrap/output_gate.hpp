@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "util/clock.hpp"
+#include "wrap/output_channel.hpp"
 
 namespace joules {
 
@@ -22,10 +23,12 @@ class output_gate {
   static constexpr std::size_t kMaxHeldBytes = 1 << 20;
   static constexpr std::chrono::milliseconds kMaxHold{1500};
 
-  explicit output_gate(int fd) : fd_(fd) {}
+  explicit output_gate(output_channel& out) : out_(out) {}
 
   void write(std::string_view bytes);
-  // The bytes written so far ended a step line whose window is `window`: hold what follows.
+  // The bytes written so far ended a step line whose window is `window`: hold what follows.  A
+  // later step line that joins the same window (it arrived at the same instant) moves the
+  // annotation to itself.
   void hold_for(std::uint64_t window, mono_time now);
   // The annotation of `window` is known (empty: the window is not annotated).
   void annotate(std::uint64_t window, std::string_view text);
@@ -34,7 +37,6 @@ class output_gate {
   void flush_all();
 
   bool holding() const { return !markers_.empty(); }
-  std::uint64_t write_errors() const { return write_errors_; }
 
  private:
   struct marker {
@@ -45,11 +47,10 @@ class output_gate {
   void emit(std::string_view bytes);
   void release();
 
-  int fd_;
+  output_channel& out_;
   std::string held_;
   std::deque<marker> markers_;
   std::deque<std::pair<std::uint64_t, std::string>> ready_;  // annotations not yet placed
-  std::uint64_t write_errors_ = 0;
 };
 
 }  // namespace joules

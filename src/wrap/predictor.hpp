@@ -9,10 +9,22 @@
 
 namespace joules {
 
+// What a prediction is of: the steps up to `total_steps` (as the step lines count them).
+struct prediction_target {
+  std::uint64_t total_steps = 0;
+  // Where the target's span begins, for its milestones: 0 for the whole run, the epoch's first
+  // batch for one epoch.
+  std::uint64_t first_step = 0;
+  // The whole run, or only the epoch under way (a per-epoch counter, the number of epochs not
+  // in the log).
+  bool whole_run = true;
+};
+
 struct prediction {
   std::uint64_t at_step = 0;
   std::uint64_t total_steps = 0;
-  double energy_j = 0.0;    // the whole run, from start to the last step
+  bool whole_run = true;    // false: the prediction reaches the end of the epoch under way only
+  double energy_j = 0.0;    // from the start to total_steps
   double duration_s = 0.0;  // likewise
   double remaining_s = 0.0;
   double energy_per_step_j = 0.0;  // measured rate, overheads included
@@ -33,6 +45,9 @@ class predictor {
   // A prediction, when one is due now: the first once `predict_after` steps past warm-up are
   // measured, then one as the run passes 10 %, 50 % and 90 % of `total_steps`.
   std::optional<prediction> due(std::optional<std::uint64_t> total_steps);
+  // Likewise for a target that may change as the run goes (one epoch after the other): an epoch
+  // is announced as it passes 50 %; milestones count within the target's span.
+  std::optional<prediction> due(const std::optional<prediction_target>& target);
 
  private:
   std::uint64_t predict_after_;
@@ -45,7 +60,8 @@ class predictor {
   double energy_j_ = 0.0;
   double end_s_ = 0.0;
   bool first_done_ = false;
-  int next_milestone_ = 0;  // index into the milestones
+  std::optional<std::uint64_t> target_total_;  // the target of the milestones below
+  int next_milestone_ = 0;                     // index into the target's milestones
 };
 
 }  // namespace joules

@@ -12,20 +12,31 @@
 //   other   between a step line and a phase that starts before the next step;
 //   tail    from the last step line (or phase) to the end of the run.
 //
+// No window is empty of time: lines that arrive at the same instant as the last boundary (several
+// lines in one read, or lines read after the command ended, which are stamped with its end) do
+// not open a window of zero length.  A step line joins the step window closed at that instant
+// (its steps are added to it); a phase start or end only changes what the next window is.
+//
 // Pure logic.  Not thread-safe: owned by wrap's main loop.
 
 #include <cstdint>
 #include <deque>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "steps/step_parser.hpp"
+#include "util/clock.hpp"
 
 namespace joules {
 
 enum class window_kind { setup, step, phase, other, tail };
 std::string_view to_string(window_kind k);
+
+// The child's stream a line came from.
+enum class child_stream { out, err };
+std::string_view to_string(child_stream s);  // "stdout", "stderr"
 
 struct window_label {
   window_kind kind = window_kind::setup;
@@ -36,15 +47,31 @@ struct window_label {
   std::string phase;  // kind == phase: "eval", "checkpoint", ...
   std::vector<steps::metric> metrics;
   std::uint64_t line = 0;  // line number (1-based) of the line that closed the window; 0 at exit
+  std::optional<child_stream> stream;  // the stream of that line
+  // Per-epoch counters: the epoch (0-based) and the number of epochs, when the log says them.
+  std::optional<std::uint64_t> epoch;
+  std::optional<std::uint64_t> epochs;
+};
+
+// What a line did.
+struct line_outcome {
+  // A boundary at the line's instant: the caller hands the instant to the sampler.
+  bool boundary = false;
+  // A step line: the window whose energy it reports (for --inline), which it closed or joined.
+  std::optional<std::uint64_t> step_window;
 };
 
 class step_windows {
  public:
-  // A parsed line that arrived at instant t.  Returns true when it is a boundary: the caller
-  // must then hand t to the sampler (and the window that just closed is label(index) below).
-  bool on_line(const steps::parsed_line& line, std::uint64_t line_number);
+  // A parsed line of `stream` that arrived at instant t (instants never go back).
+  line_outcome on_line(const steps::parsed_line& line, std::uint64_t line_number, mono_time t,
+                       child_stream stream = child_stream::out);
 
-  // The run ended: closes the open window (returns its label index).
+  // The command ended at `t`; the sampler places the last boundary there.  Lines stamped t from
+  // now on belong to the last window, which they close.
+  void set_end(mono_time t) { end_ = t; }
+
+  // The run ended: closes the open window (the tail, or the window the lines at the end closed).
   void on_exit();
 
   // Labels are handed out in window order, once each, as accounting reports windows.
@@ -55,11 +82,10 @@ class step_windows {
   std::size_t pending_labels() const { return labels_.size(); }
   bool seen_step() const { return seen_step_; }
   std::optional<std::uint64_t> last_total() const { return last_total_; }
-  std::uint64_t steps_done() const { return steps_done_; }  // sum of step gaps so far
 
  private:
   enum class open_kind { setup, step, phase };
-  void close(window_label label);
+  void close(window_label label, mono_time t);
   // Metrics on a line that is not a boundary (a Hugging Face log dict, a validation line at the
   // same step) belong to the window that just closed, if it has not been reported yet.
   void attach_metrics(const std::vector<steps::metric>& metrics);
@@ -68,10 +94,17 @@ class step_windows {
   std::string open_phase_;
   bool seen_step_ = false;
   std::optional<std::uint64_t> last_total_;
-  std::uint64_t steps_done_ = 0;
+  std::optional<mono_time> last_boundary_;
+  std::optional<mono_time> end_;
+  // Closed at the command's end, not by a boundary of ours: lines stamped with the end instant.
+  std::optional<window_label> final_;
+  // Steps of step lines that arrived with no time of their own, for the next step window.
+  std::uint64_t carried_gap_ = 0;
   std::uint64_t closed_ = 0;
   std::uint64_t first_label_index_ = 0;
   std::deque<window_label> labels_;
+  // Per-epoch counters: the number of epochs, from an "Epoch e/E" header or an epoch bar.
+  std::optional<std::uint64_t> epochs_;
 };
 
 }  // namespace joules

@@ -112,6 +112,10 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
       tokens_ += *tokens;
       tokens_uj_ += w.energy_uj;
     }
+    if (samples && *samples > 0) {
+      samples_ += *samples;
+      samples_uj_ += w.energy_uj;
+    }
     // Windows shorter than a few of the sampler's densest reads split energy between GPUs more
     // finely than the readings resolve: they are not evidence of a straggler.
     if (step_windows_ > settings_.warmup_steps && duration >= kMinStragglerWindowS) {
@@ -147,6 +151,7 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
               l.kind == window_kind::phase ? std::string_view(l.phase) : to_string(l.kind));
     }
     j.field("line", l.line == 0 ? std::nullopt : std::optional<std::uint64_t>(l.line));
+    j.field("stream", l.stream ? std::optional(to_string(*l.stream)) : std::nullopt);
     j.field("start_monotonic_s", w.start_t)
         .field("end_monotonic_s", w.end_t)
         .field("duration_s", duration);
@@ -166,6 +171,8 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
     j.field("samples", samples);
     j.field("joules_per_sample",
             samples && *samples > 0 ? std::optional(energy / *samples) : std::nullopt);
+    j.field("samples_per_joule",
+            samples && energy > 0 ? std::optional(*samples / energy) : std::nullopt);
     j.key("metrics").begin_object();
     for (const auto& m : l.metrics)
       j.field(m.name, m.value);
@@ -198,20 +205,41 @@ std::string wrap_report::add(const window_result& w, const window_label& l) {
                      duration > 0 ? energy / duration : 0.0);
 }
 
+std::optional<prediction_target> wrap_report::target_of(const window_label& l) const {
+  if (settings_.total_steps) return prediction_target{*settings_.total_steps, 0, true};
+  if (!l.total || *l.total == 0) return std::nullopt;
+  if (!l.epoch) return prediction_target{*l.total, 0, true};
+  // A per-epoch counter: its total is the batches of one epoch, and the step the global batch
+  // count.  The whole run is the epochs times that, when the log says how many epochs there are;
+  // else only the epoch under way can be predicted.
+  const std::uint64_t per_epoch = *l.total;
+  if (l.epochs && *l.epochs > *l.epoch) return prediction_target{*l.epochs * per_epoch, 0, true};
+  return prediction_target{(*l.epoch + 1) * per_epoch, *l.epoch * per_epoch, false};
+}
+
 void wrap_report::predict(const window_label& l) {
-  const auto total = settings_.total_steps ? settings_.total_steps : l.total;
-  const auto p = predictor_.due(total);
+  const auto target = target_of(l);
+  const auto p = predictor_.due(target);
   if (!p) return;
   last_prediction_ = p;
   const auto finish = std::chrono::system_clock::now() +
                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
                           std::chrono::duration<double>(p->remaining_s));
   std::string when = iso8601_utc(finish).substr(0, 16);
-  notice_(fmt::format("prediction at step {}/{}{}: the whole run {}, {} in all, finishing about {} "
-                      "UTC ({} per step over {} steps)",
-                      p->at_step, p->total_steps,
-                      p->milestone_percent > 0 ? fmt::format(" ({}%)", p->milestone_percent) : "",
-                      format_energy(p->energy_j), format_duration(p->duration_s),
+  const bool per_epoch = l.epoch && !settings_.total_steps;
+  std::string where = fmt::format("step {}/{}", p->at_step, p->total_steps);
+  if (per_epoch) {
+    where += l.epochs ? fmt::format(" (epoch {} of {})", *l.epoch + 1, *l.epochs)
+                      : fmt::format(" (epoch {})", *l.epoch + 1);
+  }
+  if (p->milestone_percent > 0) where += fmt::format(" ({}%)", p->milestone_percent);
+  const std::string what =
+      p->whole_run ? "the whole run"
+                   : fmt::format("to the end of epoch {} (the number of epochs is not in the log)",
+                                 *l.epoch + 1);
+  notice_(fmt::format("prediction at {}: {} {}, {} in all, finishing about {} UTC ({} per step "
+                      "over {} steps)",
+                      where, what, format_energy(p->energy_j), format_duration(p->duration_s),
                       when.replace(10, 1, " "), format_joules(p->energy_per_step_j),
                       p->basis_steps) +
           prediction_carbon_text(carbon::assess(ctx_.carbon, p->energy_j)));
@@ -220,6 +248,10 @@ void wrap_report::predict(const window_label& l) {
     j.begin_object();
     common_record_fields(j, "prediction", ctx_);
     j.field("at_step", p->at_step).field("total_steps", p->total_steps);
+    j.field("scope", p->whole_run ? "run" : "epoch");
+    j.field("epoch", per_epoch ? std::optional(*l.epoch + 1) : std::nullopt);
+    j.field("epochs", per_epoch ? l.epochs : std::nullopt);
+    j.field("steps_per_epoch", per_epoch ? l.total : std::nullopt);
     j.field("milestone_percent", p->milestone_percent);
     j.field("energy_j", p->energy_j).field("energy_wh", p->energy_j / kJoulesPerWattHour);
     j.field("duration_s", p->duration_s).field("remaining_s", p->remaining_s);
@@ -244,9 +276,18 @@ std::string wrap_report::session_json(microjoules run_total_uj) const {
           steps_counted_ > 0
               ? std::optional(to_joules(steps_uj_).value / static_cast<double>(steps_counted_))
               : std::nullopt);
+  // Tokens and samples where the step lines (or --tokens-per-step, --samples-per-step) give
+  // them; the rates over the energy of those windows.
+  const double tokens_j = to_joules(tokens_uj_).value;
+  const double samples_j = to_joules(samples_uj_).value;
   j.field("tokens", tokens_ > 0 ? std::optional(tokens_) : std::nullopt);
-  j.field("joules_per_token",
-          tokens_ > 0 ? std::optional(to_joules(tokens_uj_).value / tokens_) : std::nullopt);
+  j.field("joules_per_token", tokens_ > 0 ? std::optional(tokens_j / tokens_) : std::nullopt);
+  j.field("tokens_per_joule",
+          tokens_ > 0 && tokens_j > 0 ? std::optional(tokens_ / tokens_j) : std::nullopt);
+  j.field("samples", samples_ > 0 ? std::optional(samples_) : std::nullopt);
+  j.field("joules_per_sample", samples_ > 0 ? std::optional(samples_j / samples_) : std::nullopt);
+  j.field("samples_per_joule",
+          samples_ > 0 && samples_j > 0 ? std::optional(samples_ / samples_j) : std::nullopt);
   j.key("energy_by_window_j").begin_object();
   j.field("setup", to_joules(setup_uj_).value).field("steps", to_joules(steps_uj_).value);
   j.key("phases").begin_object();
@@ -280,6 +321,9 @@ std::string wrap_report::summary() const {
   if (other_uj_ > 0) s += fmt::format(", other {}", format_joules(to_joules(other_uj_).value));
   s += fmt::format(", tail {})", format_joules(to_joules(tail_uj_).value));
   if (tokens_ > 0) s += fmt::format(", {:.3g} J/token", to_joules(tokens_uj_).value / tokens_);
+  if (samples_ > 0) {
+    s += fmt::format(", {:.3g} J/sample", to_joules(samples_uj_).value / samples_);
+  }
   return s;
 }
 

@@ -56,6 +56,7 @@ class wrap_report {
   std::optional<double> tokens_of(const window_result& w, const window_label& l) const;
   std::optional<double> samples_of(const window_result& w, const window_label& l) const;
   void predict(const window_label& l);
+  std::optional<prediction_target> target_of(const window_label& l) const;
 
   const run_context& ctx_;
   wrap_settings settings_;
@@ -79,6 +80,8 @@ class wrap_report {
   std::optional<std::uint64_t> last_total_;
   double tokens_ = 0.0;
   microjoules tokens_uj_ = 0;  // energy of the windows whose tokens are known
+  double samples_ = 0.0;
+  microjoules samples_uj_ = 0;  // likewise for samples
   std::uint64_t windows_ = 0;
 };
 

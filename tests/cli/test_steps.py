@@ -99,6 +99,15 @@ def test_repeats_gaps_and_restarts_are_shown():
     assert [row.split()[4] for row in t[1:-1]] == ["step", "step", "repeat", "restart"]
 
 
+def test_spaced_metrics_after_a_step_fraction():
+    text = "step 40/100 loss 2.0\nstep 41/100 loss 2.0 lr 1e-4\niter 50/100 loss 1.5\nStep 60/100 loss: 1.2\n"
+    r = joules("steps", "--json", input=text)
+    lines, _ = json_lines(r.stdout)
+    assert [o["metrics"] for o in lines] == [{"loss": 2.0}, {"loss": 2.0, "lr": 1e-4},
+                                             {"loss": 1.5}, {"loss": 1.2}]
+    assert "loss=2  lr=1e-04" in joules("steps", input=text).stdout
+
+
 def test_custom_step_regex():
     text = "it 7 of 100 loss=2.5\nsomething else\nit 9 of 100 loss=2.4\n"
     r = joules("steps", "--json", "--step-regex", r"^it (\d+) of (?<total>\d+)", input=text)

@@ -133,6 +133,104 @@ def test_prediction_of_the_whole_run(tmp):
     # Steps are regular: the prediction of the whole run is close to what it was.
     assert predictions[0]["energy_j"] == pytest.approx(end["energy_j"], rel=0.15)
     assert "prediction at step" in r.stderr
+    assert all(p["scope"] == "run" and p["epochs"] is None for p in predictions)
+
+
+KERAS_CHILD = r"""
+import sys, time
+print("Epoch 1/3")
+for e in range(3):
+    if e:
+        print("Epoch %d/3" % (e + 1))
+    for k in range(1, 21):
+        time.sleep(0.02)
+        print("%2d/20 [==============================] - ETA: 0s - loss: 0.5" % k)
+"""
+
+
+def test_prediction_with_per_epoch_counters_covers_every_epoch(tmp):
+    # Keras counts batches within an epoch ("k/20") after an "Epoch e/3" header: the run is 3
+    # epochs of 20 batches, not 20 steps.
+    out = tmp / "run.jsonl"
+    r = joules("wrap", *SIM, "--output", out, "--predict-after", "5", "--warmup-steps", "2", "--",
+               sys.executable, "-c", KERAS_CHILD)
+    assert r.returncode == 0, r.stderr
+    records = read_jsonl(out)
+    steps = [x for x in records if x["type"] == "step"]
+    assert steps[-1]["step"] == 60
+    predictions = [x for x in records if x["type"] == "prediction"]
+    assert predictions, r.stderr
+    assert {p["total_steps"] for p in predictions} == {60}
+    assert all(p["scope"] == "run" and p["epochs"] == 3 and p["steps_per_epoch"] == 20
+               for p in predictions)
+    assert [p["milestone_percent"] for p in predictions] == [0, 50, 90]
+    assert predictions[0]["energy_j"] == pytest.approx(records[-1]["energy_j"], rel=0.3)
+    assert "(epoch 1 of 3): the whole run" in r.stderr
+
+
+LIGHTNING_CHILD = r"""
+import sys, time
+for e in range(2):
+    for k in range(1, 21):
+        time.sleep(0.02)
+        sys.stdout.write("Epoch %d: %3d%%|#  | %d/20 [00:01<00:01, 10.00it/s, loss=0.5, v_num=1]\n"
+                         % (e, 5 * k, k))
+        sys.stdout.flush()
+"""
+
+
+def test_prediction_when_the_number_of_epochs_is_unknown_is_of_the_epoch(tmp):
+    out = tmp / "run.jsonl"
+    r = joules("wrap", *SIM, "--output", out, "--predict-after", "5", "--warmup-steps", "2", "--",
+               sys.executable, "-c", LIGHTNING_CHILD)
+    assert r.returncode == 0, r.stderr
+    predictions = [x for x in read_jsonl(out) if x["type"] == "prediction"]
+    assert predictions, r.stderr
+    first = predictions[0]
+    assert first["scope"] == "epoch" and first["epochs"] is None and first["epoch"] == 1
+    assert first["total_steps"] == 20
+    assert "to the end of epoch 1 (the number of epochs is not in the log)" in r.stderr
+    assert "the whole run" not in r.stderr
+    # The second epoch is predicted once, at its half.
+    second = [p for p in predictions if p["epoch"] == 2]
+    assert [(p["total_steps"], p["milestone_percent"]) for p in second] == [(40, 50)]
+
+
+def test_a_step_line_and_a_phase_line_in_one_read_leave_no_empty_window(tmp):
+    out = tmp / "run.jsonl"
+    script = ('echo "step 1/9 loss 1"; sleep 0.1; '
+              'printf "step 2/9 loss 1\n***** Running Evaluation *****\n"; sleep 0.1; '
+              'echo "{\x27eval_loss\x27: 0.5}"; sleep 0.1; echo "step 3/9 loss 1"; sleep 0.1')
+    r = joules("wrap", *SIM, "--output", out, "--", "sh", "-c", script)
+    assert r.returncode == 0, r.stderr
+    records = read_jsonl(out)
+    windows = [x for x in records if x["type"] in ("step", "phase")]
+    assert [x.get("phase", x.get("step")) for x in windows] == ["setup", 2, "eval", 3, "tail"]
+    assert all(x["duration_s"] > 0 for x in windows)
+    end = records[-1]
+    assert end["wrap"]["conserved"] is True
+    assert sum(x["energy_j"] for x in windows) == pytest.approx(end["energy_j"], abs=1e-5)
+
+
+def test_samples_per_step_gives_joules_per_sample_and_samples_per_joule(tmp):
+    out = tmp / "run.jsonl"
+    r = joules("wrap", *SIM, "--output", out, "--samples-per-step", "32", "--tokens-per-step",
+               "4096", "--", TRAINER, "--steps", "5", "--step-ms", "20", "--setup-ms", "20")
+    assert r.returncode == 0, r.stderr
+    records = read_jsonl(out)
+    steps = [x for x in records if x["type"] == "step"]
+    for s in steps:
+        assert s["samples"] == 32
+        assert s["joules_per_sample"] == pytest.approx(s["energy_j"] / 32)
+        assert s["samples_per_joule"] == pytest.approx(32 / s["energy_j"])
+        assert s["tokens_per_joule"] == pytest.approx(4096 / s["energy_j"])
+    w = records[-1]["wrap"]
+    step_j = sum(s["energy_j"] for s in steps)
+    assert w["samples"] == 128 and w["tokens"] == 4 * 4096
+    assert w["joules_per_sample"] == pytest.approx(step_j / 128)
+    assert w["samples_per_joule"] == pytest.approx(128 / step_j)
+    assert w["tokens_per_joule"] == pytest.approx(4 * 4096 / step_j)
+    assert "J/sample" in r.stderr
 
 
 def test_tokens_per_step_gives_joules_per_token(tmp):

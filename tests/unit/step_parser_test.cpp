@@ -47,6 +47,14 @@ TEST(StepParser, BuiltInFormats) {
   const std::vector<example> examples = {
       {"step:1/20000 train_loss:6.9357 train_time:409ms step_avg:409.00ms", 1, "modded_nanogpt"},
       {"500/20000 train_loss:2.6001 train_time:204500ms", 500, "modded_nanogpt"},
+      {"490 | loss 5.7543 | lr 4.900000e-05 | 8060.78ms | mfu 0.21%", 490, "llama2.c"},
+      {"170/9500 (epoch 0.895), train_loss = 2.84438551, grad/param norm = 1.3375e-01", 170,
+       "char-rnn"},
+      {"| epoch   1 |   200/ 2323 batches | lr 20.00 | ms/batch 15.86 | loss  6.78", 200,
+       "word_language_model"},
+      {"{'loss': 18.6387, 'learning_rate': 4.9113474e-05, 'epoch': 0.0585, 'step': 10}", 10,
+       "hf_trainer"},
+      {"iter 1760 | step 220: loss 1.5947, iter time: 263.85 ms (optimizer.step)", 220, "litgpt"},
       {"iter 100: loss 2.3456, time 123.45ms, mfu 45.67%", 100, "nanogpt"},
       {"step    1/74 | train loss 10.982 | norm 6.3 | lr 3.00e-04 | (1245.98 ms | 6575 tok/s)", 1,
        "llm.c"},
@@ -118,6 +126,47 @@ TEST(StepParser, EpochIndexNotPrintedIsCountedFromRestarts) {
   EXPECT_EQ(r.step, 20712u);
   EXPECT_EQ(r.step_gap, 1u);
   EXPECT_TRUE(r.counter_restarted);
+}
+
+TEST(StepParser, TheEpochAndTheNumberOfEpochs) {
+  {
+    step_parser p;  // Keras: the header says both
+    EXPECT_EQ(p.parse("Epoch 2/3").epochs, 3u);
+    const auto r = p.parse(" 5/20 [====>.........................] - ETA: 1s - loss: 0.5");
+    EXPECT_EQ(r.epoch, 1u);
+    EXPECT_EQ(r.epochs, 3u);
+    EXPECT_EQ(r.step, 25u);
+  }
+  {
+    step_parser p;  // Lightning's tqdm bar: the epoch, not how many
+    const auto r = p.parse("Epoch 4:  10%|█         | 100/1000 [00:10<01:30, 10.00it/s, loss=2.3]");
+    EXPECT_EQ(r.epoch, 4u);
+    EXPECT_EQ(r.epochs, std::nullopt);
+    // ... until a printed configuration says it; every line after carries it.
+    EXPECT_EQ(p.parse("  | max_epochs: 20").epochs, 20u);
+    EXPECT_EQ(p.parse("Epoch 4:  11%|█         | 110/1000 [00:11<01:30, 10.00it/s]").epochs, 20u);
+  }
+  {
+    step_parser p;  // Lightning's rich bar: "Epoch 0/9" is the first of 10
+    EXPECT_EQ(p.parse("Epoch 0/9  ━━━━━━━━━━━━━━━━━━ 100/1000 0:00:10 • 0:01:30 10.00it/s "
+                      "loss: 2.3")
+                  .epochs,
+              10u);
+  }
+  for (const auto& [line, n] : std::vector<std::pair<std::string, std::optional<std::uint64_t>>>{
+           {"Scheduled epochs: 300. LR stepped per epoch.", 300},
+           {"train_cfg = dict(by_epoch=True, max_epochs=12, val_interval=1)", 12},
+           {"Namespace(arch='transformer', max_epoch=10, max_update=0)", 10},
+           {"Namespace(arch='transformer', max_epoch=0, max_update=50000)", std::nullopt},
+           {"{'max_epochs': 5, 'lr': 0.001}", 5},
+           {"epochs: 7", std::nullopt}}) {
+    step_parser p;
+    EXPECT_EQ(p.parse(line).epochs, n) << line;
+  }
+  step_parser p;  // old Hugging Face "Iteration" bars: the epoch counted from the restarts
+  p.parse("Iteration: 100%|██████████| 20711/20711 [4:43:00<00:00,  1.45it/s]");
+  EXPECT_EQ(p.parse("Iteration:   0%|          | 1/20711 [00:00<4:43:00,  1.22it/s]").epoch, 1u);
+  EXPECT_EQ(p.parse("iter 10: loss 3.1462, time 13.97ms, mfu 26.69%").epoch, std::nullopt);
 }
 
 TEST(StepParser, GapsRepeatsAndRestarts) {
@@ -344,6 +393,32 @@ TEST(StepParser, MetricNamesAndUnits) {
   EXPECT_EQ(metric_of(k, "tokens_per_s_per_device"), 8672.758);
   EXPECT_TRUE(metric_of(k, "flops_per_s_per_device").has_value());
   EXPECT_EQ(metric_of(k, "completed_step"), std::nullopt);
+}
+
+TEST(StepParser, CounterBeforeSpacedMetricsIsNoPartOfTheirName) {
+  struct example {
+    const char* line;
+    std::uint64_t step;
+    double loss;
+  };
+  for (const example& e : std::vector<example>{{"step 40/100 loss 2.0", 40, 2.0},
+                                               {"step 41/100 loss 2.5 lr 1e-4", 41, 2.5},
+                                               {"step 42/100, loss 2.0", 42, 2.0},
+                                               {"iter 10/100 loss 2.25", 10, 2.25},
+                                               {"Step 5/50 loss: 1.2", 5, 1.2},
+                                               {"step 7 loss 3.5", 7, 3.5}}) {
+    step_parser p;
+    const auto r = p.parse(e.line);
+    ASSERT_EQ(r.kind, line_kind::step) << e.line;
+    EXPECT_EQ(r.step, e.step) << e.line;
+    EXPECT_EQ(metric_of(r, "loss"), e.loss) << e.line;
+    for (const auto& m : r.metrics) {
+      EXPECT_EQ(m.name.find("step"), std::string::npos) << e.line << ": " << m.name;
+      EXPECT_EQ(m.name.find("iter"), std::string::npos) << e.line << ": " << m.name;
+    }
+  }
+  step_parser p;
+  EXPECT_EQ(metric_of(p.parse("step 41/100 loss 2.5 lr 1e-4"), "lr"), 1e-4);
 }
 
 TEST(StepParser, MetricNormaliser) {

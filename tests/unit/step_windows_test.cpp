@@ -11,13 +11,22 @@
 namespace joules {
 namespace {
 
+const mono_time kStart = steady::now();
+
+// The n-th line's instant: every line a millisecond after the one before.
+mono_time at(std::uint64_t n) {
+  return kStart + std::chrono::milliseconds(n);
+}
+
 // Feeds lines; returns the labels of the windows closed, in order, after the run's end.
 std::vector<window_label> windows_of(const std::vector<std::string>& lines) {
   steps::step_parser parser;
   step_windows w;
   std::uint64_t n = 0;
-  for (const auto& line : lines)
-    w.on_line(parser.parse(line), ++n);
+  for (const auto& line : lines) {
+    ++n;
+    w.on_line(parser.parse(line), n, at(n));
+  }
   w.on_exit();
   std::vector<window_label> out;
   for (std::uint64_t i = 0; i < w.closed(); ++i)
@@ -93,11 +102,109 @@ TEST(StepWindows, NoStepLinesAtAllIsOneSetupWindow) {
   EXPECT_EQ(kinds(l), (std::vector<std::string>{"setup"}));
 }
 
+// Feeds {line, instant in ms} pairs; records the boundaries handed to the sampler.
+struct fed {
+  std::vector<window_label> labels;
+  std::vector<std::int64_t> boundaries_ms;
+  std::vector<std::optional<std::uint64_t>> step_windows;
+};
+fed feed(const std::vector<std::pair<std::string, int>>& lines, std::optional<int> end_ms = {}) {
+  steps::step_parser parser;
+  step_windows w;
+  fed out;
+  std::uint64_t n = 0;
+  for (const auto& [line, ms] : lines) {
+    if (end_ms && ms >= *end_ms) w.set_end(kStart + std::chrono::milliseconds(*end_ms));
+    const auto o = w.on_line(parser.parse(line), ++n, kStart + std::chrono::milliseconds(ms));
+    if (o.boundary) out.boundaries_ms.push_back(ms);
+    out.step_windows.push_back(o.step_window);
+  }
+  if (end_ms) w.set_end(kStart + std::chrono::milliseconds(*end_ms));
+  w.on_exit();
+  for (std::uint64_t i = 0; i < w.closed(); ++i)
+    out.labels.push_back(w.take_label(i));
+  return out;
+}
+
+TEST(StepWindows, AStepLineAndAnEvalStartInOneReadLeaveNoEmptyWindow) {
+  const auto f = feed({{"step 1/9 | loss 3.0", 10},
+                       {"step 2/9 | loss 2.9", 20},
+                       {"***** Running Evaluation *****", 20},  // same read as step 2
+                       {"{'eval_loss': 2.5}", 30},
+                       {"step 3/9 | loss 2.8", 40}});
+  EXPECT_EQ(kinds(f.labels),
+            (std::vector<std::string>{"setup", "step 2", "eval", "step 3", "tail"}));
+  EXPECT_EQ(f.boundaries_ms, (std::vector<std::int64_t>{10, 20, 30, 40}));
+  // One boundary per window before the tail: none of them shares an instant with another.
+  EXPECT_EQ(f.boundaries_ms.size() + 1, f.labels.size());
+}
+
+TEST(StepWindows, StepLinesThatArriveTogetherShareOneWindow) {
+  const auto f = feed({{"step 1/100 | loss 3.0", 10},
+                       {"step 2/100 | loss 2.9", 20},
+                       {"step 3/100 | loss 2.8", 20},
+                       {"step 4/100 | loss 2.7", 20},
+                       {"step 5/100 | loss 2.6", 30}});
+  EXPECT_EQ(kinds(f.labels), (std::vector<std::string>{"setup", "step 4", "step 5", "tail"}));
+  EXPECT_EQ(f.labels[1].step_gap, 3U);
+  EXPECT_EQ(f.labels[1].line, 4U);
+  double loss = 0;
+  for (const auto& m : f.labels[1].metrics)
+    if (m.name == "loss") loss = m.value;
+  EXPECT_EQ(loss, 2.7);  // the last line's metrics
+  EXPECT_EQ(f.labels[2].step_gap, 1U);
+  // --inline: the lines of one window all point at it (the annotation goes on the last).
+  EXPECT_EQ(f.step_windows[1], std::optional<std::uint64_t>(1));
+  EXPECT_EQ(f.step_windows[3], std::optional<std::uint64_t>(1));
+}
+
+TEST(StepWindows, StepsWithNoWindowToJoinCountInTheNextStepWindow) {
+  // An evaluation result and a step line in one read: the step window after them holds both
+  // step lines' steps.
+  const auto f = feed({{"step 1/9 | loss 3.0", 10},
+                       {"step 250: train loss 1.9, val loss 2.0", 20},
+                       {"step 2/9 | loss 2.9", 20},
+                       {"step 3/9 | loss 2.8", 30}});
+  EXPECT_EQ(kinds(f.labels), (std::vector<std::string>{"setup", "eval", "step 3", "tail"}));
+  EXPECT_EQ(f.labels[2].step_gap, 2U);
+}
+
+TEST(StepWindows, ALineStampedBeforeTheLastBoundaryJoinsIt) {
+  // A stdout line that began before a stderr step line ended arrives stamped earlier.
+  steps::step_parser parser;
+  step_windows w;
+  EXPECT_TRUE(
+      w.on_line(parser.parse("step 1/9 | loss 3.0"), 1, at(10), child_stream::err).boundary);
+  EXPECT_TRUE(
+      w.on_line(parser.parse("step 2/9 | loss 2.9"), 2, at(20), child_stream::err).boundary);
+  const auto o = w.on_line(parser.parse("step 3/9 | loss 2.8"), 3, at(15), child_stream::out);
+  EXPECT_FALSE(o.boundary);
+  w.on_exit();
+  w.take_label(0);
+  const auto l = w.take_label(1);
+  EXPECT_EQ(l.step, 3U);
+  EXPECT_EQ(l.step_gap, 2U);
+  EXPECT_EQ(l.stream, child_stream::out);
+}
+
+TEST(StepWindows, LinesReadAfterTheCommandEndedCloseTheLastWindow) {
+  // The last step lines were read after the command had ended: they are stamped with its end,
+  // where the sampler puts the last boundary, so they close the last window (no empty tail).
+  const auto f = feed({{"step 1/3 | loss 3.0", 10},
+                       {"step 2/3 | loss 2.9", 20},
+                       {"step 3/3 | loss 2.8", 50},
+                       {"training done", 50}},
+                      50);
+  EXPECT_EQ(kinds(f.labels), (std::vector<std::string>{"setup", "step 2", "step 3"}));
+  EXPECT_EQ(f.boundaries_ms, (std::vector<std::int64_t>{10, 20}));
+  EXPECT_EQ(f.step_windows[2], std::optional<std::uint64_t>(2));
+}
+
 TEST(StepWindows, LabelsMustBeTakenInOrder) {
   steps::step_parser parser;
   step_windows w;
-  w.on_line(parser.parse("step 1/9 | loss 3.0"), 1);
-  w.on_line(parser.parse("step 2/9 | loss 2.9"), 2);
+  w.on_line(parser.parse("step 1/9 | loss 3.0"), 1, at(1));
+  w.on_line(parser.parse("step 2/9 | loss 2.9"), 2, at(2));
   EXPECT_THROW(w.take_label(1), std::logic_error);
   EXPECT_NO_THROW(w.take_label(0));
 }

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "wrap/line_splitter.hpp"
+#include "wrap/output_channel.hpp"
 #include "wrap/output_gate.hpp"
 #include "wrap/predictor.hpp"
 #include "wrap/stragglers.hpp"
@@ -83,7 +84,8 @@ class gate_output {
 
 TEST(OutputGate, HoldsAStepLinesEndUntilItsEnergyIsKnown) {
   gate_output out;
-  output_gate g(out.fd());
+  output_channel ch(out.fd());
+  output_gate g(ch);
   const auto now = steady::now();
   g.write("step 1 loss 2.0");
   g.hold_for(1, now);
@@ -101,9 +103,25 @@ TEST(OutputGate, HoldsAStepLinesEndUntilItsEnergyIsKnown) {
   EXPECT_EQ(out.take(), "free\n");
 }
 
+TEST(OutputGate, AStepLineThatJoinsTheSameWindowTakesItsAnnotation) {
+  gate_output out;
+  output_channel ch(out.fd());
+  output_gate g(ch);
+  const auto now = steady::now();
+  g.write("step 1");
+  g.hold_for(4, now);
+  g.write("\nstep 2");
+  g.hold_for(4, now);  // arrived in the same read: one window for both
+  g.write("\n");
+  EXPECT_EQ(out.take(), "step 1");
+  g.annotate(4, " energy:2.0J/step");
+  EXPECT_EQ(out.take(), "\nstep 2 energy:2.0J/step\n");
+}
+
 TEST(OutputGate, NeverKeepsOutputLongerThanItsBounds) {
   gate_output out;
-  output_gate g(out.fd());
+  output_channel ch(out.fd());
+  output_gate g(ch);
   const auto now = steady::now();
   g.write("step 1");
   g.hold_for(1, now);
@@ -114,6 +132,49 @@ TEST(OutputGate, NeverKeepsOutputLongerThanItsBounds) {
   EXPECT_EQ(out.take(), "\nmore\n");
   g.annotate(1, " late");  // the annotation lost, the output never
   EXPECT_EQ(out.take(), "");
+}
+
+TEST(OutputChannel, OwnLinesGoOutOnlyBetweenTheCommandsLines) {
+  gate_output out;
+  output_channel ch(out.fd());
+  const auto now = steady::now();
+  ch.own_line("{\"type\":\"session_start\"}\n", now);  // nothing written yet: a line start
+  EXPECT_EQ(out.take(), "{\"type\":\"session_start\"}\n");
+  ch.write("step 2/3\nbar 50%");
+  ch.own_line("{\"step\":2}\n", now);
+  ch.own_line("{\"step\":3}\n", now);
+  EXPECT_EQ(out.take(), "step 2/3\nbar 50%");  // the bar's line has not ended
+  EXPECT_TRUE(ch.waiting());
+  ch.expire(now + std::chrono::milliseconds(500));
+  ch.write(" 60%");
+  EXPECT_EQ(out.take(), " 60%");
+  ch.write(" done\nstep 3/3");  // out after the first newline, the rest follows
+  EXPECT_EQ(out.take(), " done\n{\"step\":2}\n{\"step\":3}\nstep 3/3");
+  EXPECT_FALSE(ch.waiting());
+  ch.write("\n");
+  ch.own_line("{\"step\":4}\n", now);
+  EXPECT_EQ(out.take(), "\n{\"step\":4}\n");
+}
+
+TEST(OutputChannel, ALineThatNeverEndsKeepsOurLinesOnlySoLong) {
+  gate_output out;
+  output_channel ch(out.fd());
+  const auto now = steady::now();
+  ch.write("\r 10%|#   | 10/100");
+  ch.own_line("record\n", now);
+  ch.expire(now + output_channel::kMaxWait - std::chrono::milliseconds(1));
+  EXPECT_EQ(out.take(), "\r 10%|#   | 10/100");
+  ch.expire(now + output_channel::kMaxWait);
+  EXPECT_EQ(out.take(), "\nrecord\n");  // a newline of ours ends the bar's line
+  ch.write("\r 20%|##  | 20/100");
+  ch.finish(/*end_line=*/false);  // nothing waits: the command's bytes stay as they are
+  EXPECT_EQ(out.take(), "\r 20%|##  | 20/100");
+  ch.own_line("session_end\n", now);  // after the end: at once, on a line of its own
+  EXPECT_EQ(out.take(), "\nsession_end\n");
+  output_channel summary(out.fd());
+  summary.write("no newline");
+  summary.finish(/*end_line=*/true);
+  EXPECT_EQ(out.take(), "no newline\n");
 }
 
 TEST(Predictor, ExtrapolatesFromTheStepsAfterWarmUpWithOverheadsIncluded) {
@@ -150,6 +211,22 @@ TEST(Predictor, AnnouncesTenFiftyAndNinetyPercentOnce) {
     if (auto pr = p.due(100)) milestones.push_back(pr->milestone_percent);
   }
   EXPECT_EQ(milestones, (std::vector<int>{0, 10, 50, 90}));
+}
+
+TEST(Predictor, OneEpochAtATimeWhenTheNumberOfEpochsIsUnknown) {
+  predictor p(2, 0);
+  std::vector<std::pair<std::uint64_t, int>> got;
+  for (std::uint64_t step = 1; step <= 60; ++step) {
+    const std::uint64_t epoch = (step - 1) / 20;
+    p.add_window(static_cast<double>(step), static_cast<double>(step), step);
+    if (auto pr = p.due(prediction_target{(epoch + 1) * 20, epoch * 20, false})) {
+      EXPECT_FALSE(pr->whole_run);
+      got.emplace_back(pr->total_steps, pr->milestone_percent);
+    }
+  }
+  // The first epoch: the first prediction, then its half; each later epoch at its half only.
+  EXPECT_EQ(got,
+            (std::vector<std::pair<std::uint64_t, int>>{{20, 0}, {20, 50}, {40, 50}, {60, 50}}));
 }
 
 TEST(Stragglers, AGpuThatStaysApartIsReportedOnce) {

@@ -1,6 +1,8 @@
 // libFuzzer target for the step parser: the input is a log, fed line by line to one parser (so
 // that state across lines is exercised), with every line also parsed alone and its metrics
-// checked for names and finite values.  Built by run.sh, not by the default build.
+// checked for names and finite values.  A parser without the prefilter reads the same lines: any
+// difference between the two is a crash (the prefilter must change no result).  Built by run.sh,
+// not by the default build.
 
 #include <cmath>
 #include <cstddef>
@@ -24,18 +26,34 @@ void check(const joules::steps::parsed_line& p) {
   }
 }
 
+bool same(const joules::steps::parsed_line& a, const joules::steps::parsed_line& b) {
+  if (a.kind != b.kind || a.step != b.step || a.total != b.total || a.step_gap != b.step_gap ||
+      a.counter_restarted != b.counter_restarted || a.epoch != b.epoch || a.epochs != b.epochs ||
+      a.phase != b.phase || a.format != b.format || a.metrics.size() != b.metrics.size()) {
+    return false;
+  }
+  for (std::size_t i = 0; i < a.metrics.size(); ++i) {
+    if (a.metrics[i].name != b.metrics[i].name || a.metrics[i].value != b.metrics[i].value)
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
   static joules::steps::step_parser custom({R"(^it (\d+) of (?<total>\d+))"});
   joules::steps::step_parser stream;
+  joules::steps::step_parser reference({}, /*prefilter=*/false);
   std::size_t start = 0;
   while (start <= text.size()) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(start, end - start);
-    check(stream.parse(line));
+    const auto got = stream.parse(line);
+    check(got);
+    if (!same(got, reference.parse(line))) std::abort();
     check(custom.parse(line));
     start = end + 1;
   }
