@@ -254,3 +254,30 @@ def test_exit_status_and_signals_as_in_run(tmp):
     assert p.wait(timeout=10) == 128 + signal.SIGTERM
     end = read_jsonl(out)[-1]
     assert end["status"] == "interrupted" and end["forwarded_signal"] == signal.SIGTERM
+
+
+def test_sigkill_at_random_moments_leaves_files_every_line_of_which_parses(tmp):
+    # A trainer printing steps as fast as it can, so that records are being written when the
+    # kill lands; ten kills at random instants from start-up to full flow.
+    import random
+    rng = random.Random(20261123)
+    chatty = ("# joules-sigkill-test\nimport sys\nfor i in range(1, 10**7):\n"
+              "    sys.stdout.write(f'step {i}/10000000 | loss 2.0\\n')\n")
+    for n in range(10):
+        out = tmp / f"run{n}.jsonl"
+        p = subprocess.Popen([JOULES, "wrap", *SIM, "-q", "--no-inline", "--output", str(out),
+                              "--", sys.executable, "-c", chatty],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.02, 1.5))
+        p.kill()
+        p.wait()
+        # The trainer, left behind in its own process group (it gets EIO on its terminal soon).
+        subprocess.run(["pkill", "-9", "-f", "joules-sigkill-test"], check=False)
+        if not out.exists():
+            continue
+        text = out.read_bytes()
+        assert text == b"" or text.endswith(b"\n"), n
+        records = read_jsonl(out)  # every line parses
+        assert all(r["schema_version"] == 1 for r in records)
+        if records:
+            assert records[0]["type"] == "session_start"
