@@ -6,6 +6,9 @@
 namespace joules {
 namespace {
 
+// Fewer readings than this in a window, and its peak is raised to its average when below it.
+constexpr std::size_t kFewTicks = 5;
+
 microjoules to_microjoules(double j) {
   return static_cast<microjoules>(std::llround(j * 1e6));
 }
@@ -145,9 +148,10 @@ void accounting::finish_windows(bool final) {
       dw.method = tl.has_readings() ? tl.method_between(a.t, b.t) : energy_method::none;
       dw.lost = tl.lost_at() && *tl.lost_at() < b.t;
     }
-    // Power reached at least its average over the window: in a window shorter than a few
-    // readings, the readings can miss the peak, and a peak below the average is no peak.
-    if (w.duration_s() > 0.0) {
+    // Power reached at least its average over the window: in a window of a few readings, the
+    // readings can miss the peak, and a peak below the average is no peak.  (With more readings
+    // the sampled peak stands: the average carries the small error of the window's edges.)
+    if (w.duration_s() > 0.0 && w.ticks < kFewTicks) {
       double avg_sum = 0.0;
       bool any = false;
       for (auto& dw : w.devices) {
