@@ -4,13 +4,14 @@
 // device each tick, feeds accounting, and publishes immutable snapshots for whoever wants live
 // numbers (the HTTP exporter, the monitor view).
 //
-// Around every boundary it reads more: right after start, every ~2 ms until it has seen each
-// energy counter advance a few times (this tells a counter that advances continuously from one
-// that advances every Q ms, and when); right after any other boundary (a step line in `wrap`,
-// the end of the run), once at once and then every ~2 ms until each counter that advances in
-// steps has advanced once more.  Those reads are what let accounting place a boundary inside a
-// counter update period (energy/counter_track.hpp).  A boundary only sets a flag and wakes the
-// thread: whoever places it never waits for a reading.
+// Around every boundary it reads more: right after start, every millisecond until it has seen
+// each energy counter advance a few times (this tells a counter that advances continuously from
+// one that advances every Q ms, and when); right after any other boundary (a step line in
+// `wrap`, the end of the run), once at once, then every 3 ms, and every millisecond from just
+// before the update its counter's model predicts, until each counter that advances in steps has
+// advanced once more.  Those reads are what let accounting place a boundary inside a counter
+// update period (energy/counter_track.hpp).  A boundary only sets a flag and wakes the thread:
+// whoever places it never waits for a reading.
 //
 // Thread-safety: start(), boundary(), finish() and snapshot() are called from other threads;
 // the backend and the accounting belong to the sampler thread until finish() returns.
@@ -38,7 +39,7 @@ struct sampler_options {
   std::chrono::microseconds burst_spacing{1000};
   // After a boundary, until a few milliseconds before a stepped counter's predicted update, the
   // reads that shape the energy between the boundary and that update come this far apart.
-  std::chrono::microseconds shape_spacing{1000};
+  std::chrono::microseconds shape_spacing{3000};
   std::chrono::milliseconds start_burst_max{350};
   std::chrono::milliseconds end_burst_max{250};
   // How long finish() waits for a sampler stuck in a hung backend call before giving up on it.
