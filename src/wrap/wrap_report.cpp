@@ -225,7 +225,8 @@ void wrap_report::predict(const window_label& l) {
   const auto finish = std::chrono::system_clock::now() +
                       std::chrono::duration_cast<std::chrono::system_clock::duration>(
                           std::chrono::duration<double>(p->remaining_s));
-  std::string when = iso8601_utc(finish).substr(0, 16);
+  std::string when = iso8601_utc(finish).substr(0, 16);  // 2026-11-23T20:37
+  if (when.size() > 10) when[10] = ' ';
   const bool per_epoch = l.epoch && !settings_.total_steps;
   std::string where = fmt::format("step {}/{}", p->at_step, p->total_steps);
   if (per_epoch) {
@@ -239,9 +240,8 @@ void wrap_report::predict(const window_label& l) {
                                  *l.epoch + 1);
   notice_(fmt::format("prediction at {}: {} {}, {} in all, finishing about {} UTC ({} per step "
                       "over {} steps)",
-                      where, what, format_energy(p->energy_j), format_duration(p->duration_s),
-                      when.replace(10, 1, " "), format_joules(p->energy_per_step_j),
-                      p->basis_steps) +
+                      where, what, format_energy(p->energy_j), format_duration(p->duration_s), when,
+                      format_joules(p->energy_per_step_j), p->basis_steps) +
           prediction_carbon_text(carbon::assess(ctx_.carbon, p->energy_j)));
   if (sink_) {
     json_writer j;
