@@ -3,7 +3,6 @@
 #include <dlfcn.h>
 #include <fcntl.h>
 #include <sys/mman.h>
-#include <sys/prctl.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -263,14 +262,8 @@ void sleep_us(unsigned int us) {
     until.tv_sec += 1;
     until.tv_nsec -= 1000000000L;
   }
-  // A real driver call blocks in an ioctl for about its latency.  Linux lets a sleep of a
-  // normal thread overrun by its timer slack (50 us by default), which would turn a 20 us call
-  // into ~70 us; the slack is lowered for the sleep only, and the caller's own put back.
-  const int slack = prctl(PR_GET_TIMERSLACK, 0, 0, 0, 0);
-  if (slack > 1) prctl(PR_SET_TIMERSLACK, 1UL, 0, 0, 0);
   while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
   }
-  if (slack > 1) prctl(PR_SET_TIMERSLACK, static_cast<unsigned long>(slack), 0, 0, 0);
 }
 
 api_call::api_call(fn f) : scenario_(nullptr) {
