@@ -297,9 +297,11 @@ def tables(res: dict) -> list[dict]:
                      "CPU / NVML call", "matcha CPU", "NVML calls / GPU / s", "CPU / NVML call",
                      "matcha ÷ joules, CPU", "matcha ÷ joules, per call"],
          "rows": rows,
-         "notes": ["joules reads power, energy and about 15 health readings per GPU each "
-                   "interval (11 more every 5 s) and draws the view; matcha reads power, "
-                   "utilisation, temperature and memory. Below 1× matcha costs less. Both "
+         "notes": ["joules reads power, energy and the health of docs/monitor-doctor.md "
+                   "per GPU each interval in 11 NVML calls (error counters, PCIe width, "
+                   "persistence mode and processes at most 5 s apart, 5 calls more) and draws "
+                   "the view; matcha reads power, utilisation, temperature and memory in 4. "
+                   "Below 1× matcha costs less. Both "
                    "default to 500 ms. A fake NVML call sleeps 20 µs: the CPU per call is the "
                    "tool's own work around it plus the kernel's cost of the sleep."]},
         {"title": "`joules doctor --json` (wall time and CPU per run)",

@@ -12,9 +12,11 @@ namespace {
 
 // NVML_PSTATE_UNKNOWN is 32; P0..P15 are real states.
 constexpr unsigned kMaxPerformanceState = 15;
-// How often the rarely changing readings are read (read_slow).
+// The slow tier's period: a fault it reads shows within this time.
 constexpr auto kSlowEvery = std::chrono::seconds(5);
-// Spare slots when sizing a process list: processes may start between the two calls.
+// Timer jitter between reads on the sampler's grid, so that a read on time is not taken as late.
+constexpr auto kReadJitter = std::chrono::milliseconds(10);
+// Spare slots when sizing a process list: processes may start between two calls.
 constexpr unsigned kSpareProcessSlots = 8;
 
 std::optional<double> milli(unsigned int v, bool ok) {
@@ -26,15 +28,8 @@ std::optional<double> milli(unsigned int v, bool ok) {
 health_reader::health_reader(const entry_points& fn, nvmlDevice_t device)
     : fn_(fn), device_(device), gpm_(fn, device) {}
 
-template <class Call>
-bool health_reader::attempt(reading r, bool present, Call&& call) {
+bool health_reader::settle(reading r, nvmlReturn_t rc) {
   state& s = state_[r];
-  if (s == state::off || lost_) return false;
-  if (!present) {
-    s = state::off;
-    return false;
-  }
-  const nvmlReturn_t rc = std::forward<Call>(call)();
   if (rc == kSuccess) {
     s = state::on;
     return true;
@@ -49,10 +44,20 @@ bool health_reader::attempt(reading r, bool present, Call&& call) {
   return false;
 }
 
+bool health_reader::slow_due(mono_time now) const {
+  if (!slow_at_ || !last_read_) return true;
+  // Due at the last read before kSlowEvery would pass: the next one is expected a gap later.
+  const auto gap = now - *last_read_;
+  return now + gap + kReadJitter >= *slow_at_ + kSlowEvery;
+}
+
 health_reading health_reader::read() {
   health_reading h;
   if (lost_) return h;
   if (!probed_) read_static();
+  const mono_time now = steady::now();
+  const bool slow = slow_due(now);
+  last_read_ = now;
   unsigned int v = 0;
   nvmlUtilization_t u{};
   if (attempt(utilization, fn_.nvmlDeviceGetUtilizationRates != nullptr,
@@ -67,44 +72,31 @@ health_reading health_reader::read() {
               [&] { return fn_.nvmlDeviceGetFanSpeed(device_, &v); })) {
     h.fan_percent = v;
   }
-  if (attempt(performance_state, fn_.nvmlDeviceGetPerformanceState != nullptr,
-              [&] { return fn_.nvmlDeviceGetPerformanceState(device_, &v); }) &&
-      v <= kMaxPerformanceState) {
-    h.performance_state = v;
+  // The generation follows the load (links drop to a slower one when the GPU idles): read every
+  // time, or a busy GPU would show an idle link until the next slow read.
+  if (attempt(pcie_generation, fn_.nvmlDeviceGetCurrPcieLinkGeneration != nullptr,
+              [&] { return fn_.nvmlDeviceGetCurrPcieLinkGeneration(device_, &v); })) {
+    h.pcie_generation = v;
   }
-  read_pcie(h);
-  // Error counters, persistence mode and the power limit change rarely: read every kSlowEvery
-  // and repeated in between (read at every interval they would be a third of the calls).
-  const mono_time now = steady::now();
-  if (!slow_at_ || now - *slow_at_ >= kSlowEvery) {
+  h.pcie_max_generation = max_pcie_gen_;
+  h.pcie_max_width = max_pcie_width_;
+  if (slow) {
     slow_ = health_reading{};
-    read_slow(slow_);
+    slow_.ecc_enabled = ecc_enabled_;
+  }
+  read_fields(h, slow, now);
+  if (slow) {
+    read_slow_getters();
     slow_at_ = now;
   }
   copy_slow(slow_, h);
   h.default_power_limit_w = default_limit_w_;
-  read_processes(h);
+  read_performance_state(h, slow);
+  read_processes(h, slow);
   gpm_.read(h);
   probed_ = true;
   if (lost_) return {};  // nothing read from a GPU that fell off the bus is worth showing
   return h;
-}
-
-void health_reader::read_slow(health_reading& h) {
-  read_ecc(h);
-  unsigned int v = 0;
-  if (attempt(pcie_replay, fn_.nvmlDeviceGetPcieReplayCounter != nullptr,
-              [&] { return fn_.nvmlDeviceGetPcieReplayCounter(device_, &v); })) {
-    h.pcie_replays = v;
-  }
-  if (attempt(persistence, fn_.nvmlDeviceGetPersistenceMode != nullptr,
-              [&] { return fn_.nvmlDeviceGetPersistenceMode(device_, &v); })) {
-    h.persistence_mode = v == kFeatureEnabled;
-  }
-  if (attempt(power_limit, fn_.nvmlDeviceGetEnforcedPowerLimit != nullptr,
-              [&] { return fn_.nvmlDeviceGetEnforcedPowerLimit(device_, &v); })) {
-    h.power_limit_w = v / 1000.0;
-  }
 }
 
 void health_reader::copy_slow(const health_reading& from, health_reading& to) {
@@ -121,6 +113,7 @@ void health_reader::copy_slow(const health_reading& from, health_reading& to) {
   to.remap_pending = from.remap_pending;
   to.remap_failure = from.remap_failure;
   to.pcie_replays = from.pcie_replays;
+  to.pcie_width = from.pcie_width;
   to.persistence_mode = from.persistence_mode;
   to.power_limit_w = from.power_limit_w;
 }
@@ -200,15 +193,7 @@ void health_reader::read_temperatures(health_reading& h) {
       h.temperature_c = c;
     }
   }
-  // Memory temperature has no getter: field 82 only.
-  nvmlFieldValue_t f{};
-  f.fieldId = kFiDevMemoryTemp;
-  if (attempt(memory_temperature, fn_.nvmlDeviceGetFieldValues != nullptr, [&] {
-        const nvmlReturn_t rc = fn_.nvmlDeviceGetFieldValues(device_, 1, &f);
-        return rc != kSuccess ? rc : f.nvmlReturn;
-      })) {
-    h.memory_temperature_c = field_as_double(f);
-  }
+  // Memory temperature has no getter: field 82 only (read_fields).
   h.slowdown_temperature_c = slowdown_c_;
   h.shutdown_temperature_c = shutdown_c_;
 }
@@ -238,98 +223,42 @@ void health_reader::read_clocks(health_reading& h) {
   }
 }
 
-void health_reader::read_ecc(health_reading& h) {
-  h.ecc_enabled = ecc_enabled_;
-  const bool counts = ecc_enabled_.value_or(false) && fn_.nvmlDeviceGetTotalEccErrors != nullptr;
-  auto count = [&](reading r, unsigned type, unsigned counter, std::optional<std::uint64_t>& out) {
-    unsigned long long n = 0;
-    if (attempt(r, counts,
-                [&] { return fn_.nvmlDeviceGetTotalEccErrors(device_, type, counter, &n); })) {
-      out = n;
+void health_reader::read_performance_state(health_reading& h, bool slow) {
+  // The performance state sets the clocks: while they hold, so does it (the slow tier reads it
+  // anyway).  Without clocks it is read every time.
+  const bool changed = !pstate_ || !h.sm_clock_mhz || h.sm_clock_mhz != pstate_sm_mhz_ ||
+                       h.memory_clock_mhz != pstate_mem_mhz_;
+  if (slow || changed) {
+    unsigned int v = 0;
+    pstate_.reset();
+    if (attempt(performance_state, fn_.nvmlDeviceGetPerformanceState != nullptr,
+                [&] { return fn_.nvmlDeviceGetPerformanceState(device_, &v); }) &&
+        v <= kMaxPerformanceState) {
+      pstate_ = v;
     }
-  };
-  count(ecc_corrected_volatile, kMemoryErrorCorrected, kVolatileEcc, h.ecc_corrected_volatile);
-  count(ecc_uncorrected_volatile, kMemoryErrorUncorrected, kVolatileEcc,
-        h.ecc_uncorrected_volatile);
-  count(ecc_corrected_aggregate, kMemoryErrorCorrected, kAggregateEcc, h.ecc_corrected_aggregate);
-  count(ecc_uncorrected_aggregate, kMemoryErrorUncorrected, kAggregateEcc,
-        h.ecc_uncorrected_aggregate);
-
-  // Retired pages (Kepler to Volta; Ampere and newer remap rows instead): a count of 0 sizes
-  // the list, INSUFFICIENT_SIZE then carries the count.
-  auto pages = [&](reading r, unsigned cause, std::optional<unsigned>& out) {
-    unsigned int n = 0;
-    if (attempt(r, fn_.nvmlDeviceGetRetiredPages != nullptr, [&] {
-          const nvmlReturn_t rc = fn_.nvmlDeviceGetRetiredPages(device_, cause, &n, nullptr);
-          return rc == kErrorInsufficientSize ? kSuccess : rc;
-        })) {
-      out = n;
-    }
-  };
-  pages(retired_single, kPageRetirementMultipleSingleBit, h.retired_pages_single_bit);
-  pages(retired_double, kPageRetirementDoubleBit, h.retired_pages_double_bit);
-  unsigned int pending = 0;
-  if (attempt(retirement_pending, fn_.nvmlDeviceGetRetiredPagesPendingStatus != nullptr,
-              [&] { return fn_.nvmlDeviceGetRetiredPagesPendingStatus(device_, &pending); })) {
-    h.retirement_pending = pending == kFeatureEnabled;
+    pstate_sm_mhz_ = h.sm_clock_mhz;
+    pstate_mem_mhz_ = h.memory_clock_mhz;
   }
-  unsigned int corr = 0;
-  unsigned int unc = 0;
-  unsigned int failure = 0;
-  if (attempt(remapped_rows, fn_.nvmlDeviceGetRemappedRows != nullptr, [&] {
-        return fn_.nvmlDeviceGetRemappedRows(device_, &corr, &unc, &pending, &failure);
-      })) {
-    h.remapped_rows_corrected = corr;
-    h.remapped_rows_uncorrected = unc;
-    h.remap_pending = pending != 0;
-    h.remap_failure = failure != 0;
-  }
+  h.performance_state = pstate_;
 }
 
-void health_reader::read_pcie(health_reading& h) {
-  unsigned int gen = 0;
-  unsigned int width = 0;
-  if (attempt(pcie_link,
-              fn_.nvmlDeviceGetCurrPcieLinkGeneration != nullptr &&
-                  fn_.nvmlDeviceGetCurrPcieLinkWidth != nullptr,
-              [&] {
-                const nvmlReturn_t rc = fn_.nvmlDeviceGetCurrPcieLinkGeneration(device_, &gen);
-                return rc != kSuccess ? rc : fn_.nvmlDeviceGetCurrPcieLinkWidth(device_, &width);
-              })) {
-    h.pcie_generation = gen;
-    h.pcie_width = width;
+void health_reader::read_processes(health_reading& h, bool slow) {
+  // A process that starts or ends, or whose memory grows or shrinks, changes the memory in use:
+  // the list is read again then (the slow tier reads it anyway).  Without a memory reading it
+  // is read every time.
+  const bool changed =
+      !processes_known_ || !h.memory_used_bytes || h.memory_used_bytes != processes_memory_used_;
+  if (slow || changed) {
+    processes_.clear();
+    processes_known_ = read_process_kind(processes_, /*graphics=*/false);
+    if (processes_known_) read_process_kind(processes_, /*graphics=*/true);
+    processes_memory_used_ = h.memory_used_bytes;
   }
-  h.pcie_max_generation = max_pcie_gen_;
-  h.pcie_max_width = max_pcie_width_;
-  // Throughput from the byte counters (fields 197/198, 12.5+): nvmlDeviceGetPcieThroughput
-  // would block the sampler thread for 20 ms per call ("a byte counter over a 20ms interval").
-  std::array<nvmlFieldValue_t, 2> f{};
-  f[0].fieldId = kFiDevPcieCountTxBytes;
-  f[1].fieldId = kFiDevPcieCountRxBytes;
-  if (attempt(pcie_bytes, fn_.nvmlDeviceGetFieldValues != nullptr, [&] {
-        const nvmlReturn_t rc = fn_.nvmlDeviceGetFieldValues(device_, 2, f.data());
-        if (rc != kSuccess) return rc;
-        return f[0].nvmlReturn != kSuccess ? f[0].nvmlReturn : f[1].nvmlReturn;
-      })) {
-    const mono_time now = steady::now();
-    const std::array<std::uint64_t, 2> bytes{field_as_u64(f[0]), field_as_u64(f[1])};
-    if (pcie_bytes_) {
-      const double dt = seconds_between(pcie_bytes_t_, now);
-      h.pcie_tx_bytes_per_s = counter_rate((*pcie_bytes_)[0], bytes[0], dt);
-      h.pcie_rx_bytes_per_s = counter_rate((*pcie_bytes_)[1], bytes[1], dt);
-    }
-    pcie_bytes_ = bytes;
-    pcie_bytes_t_ = now;
-  }
+  h.processes = processes_;
+  h.processes_known = processes_known_;
 }
 
-void health_reader::read_processes(health_reading& h) {
-  if (!read_process_kind(h, /*graphics=*/false)) return;
-  read_process_kind(h, /*graphics=*/true);
-  h.processes_known = true;
-}
-
-bool health_reader::read_process_kind(health_reading& h, bool graphics) {
+bool health_reader::read_process_kind(std::vector<gpu_process>& out, bool graphics) {
   // The newest call that works, probed in this order: the versioned detail list (12.4+), then
   // _v3 whose stride must be guessed (nvml.md §4.9), _v2, and the original call.
   for (reading method : {process_detail, process_v3, process_v2, process_v1}) {
@@ -371,8 +300,12 @@ bool health_reader::read_process_kind(health_reading& h, bool graphics) {
         }
       }
     };
+    // Room for the longest list seen so far and a few more, so that one call usually does;
+    // INSUFFICIENT_SIZE gives the count needed.
+    slots.assign(process_slots_ + kSpareProcessSlots, nvmlProcessDetail_v1_t{});
+    count = static_cast<unsigned int>(slots.size());
     auto sized = [&]() -> nvmlReturn_t {
-      nvmlReturn_t rc = call();  // count 0: SUCCESS when there are none
+      nvmlReturn_t rc = call();
       for (int tries = 0; rc == kErrorInsufficientSize && tries < 3; ++tries) {
         slots.assign(count + kSpareProcessSlots, nvmlProcessDetail_v1_t{});
         count = static_cast<unsigned int>(slots.size());
@@ -387,7 +320,8 @@ bool health_reader::read_process_kind(health_reading& h, bool graphics) {
       if (method == process_v2) stride = kProcessStrideV2;
       if (method == process_v1) stride = sizeof(nvmlProcessInfo_v1_t);
       for (auto& p : decode_processes(bytes, count, stride, graphics))
-        h.processes.push_back(p);
+        out.push_back(p);
+      process_slots_ = std::max<std::size_t>(process_slots_, count);
       return true;
     }
     if (state_[method] == state::on) return false;  // it works, but not this time
@@ -404,22 +338,24 @@ std::vector<std::string> health_reader::supported() const {
       {"utilization", {utilization}},
       {"memory", {memory_v2, memory_v1}},
       {"temperature", {temperature_v, temperature}},
-      {"memory_temperature", {memory_temperature}},
+      {"memory_temperature", {field_memory_temperature}},
       {"clocks", {clocks}},
       {"clock_events", {clock_events, throttle_reasons}},
       {"fan", {fan}},
       {"performance_state", {performance_state}},
       {"ecc_errors",
-       {ecc_corrected_volatile, ecc_uncorrected_volatile, ecc_corrected_aggregate,
-        ecc_uncorrected_aggregate}},
-      {"retired_pages", {retired_single, retired_double}},
-      {"retirement_pending", {retirement_pending}},
-      {"remapped_rows", {remapped_rows}},
-      {"pcie_link", {pcie_link}},
-      {"pcie_replays", {pcie_replay}},
-      {"pcie_throughput", {pcie_bytes}},
+       {field_ecc_corrected_volatile, field_ecc_uncorrected_volatile, field_ecc_corrected_aggregate,
+        field_ecc_uncorrected_aggregate, ecc_corrected_volatile, ecc_uncorrected_volatile,
+        ecc_corrected_aggregate, ecc_uncorrected_aggregate}},
+      {"retired_pages",
+       {field_retired_single, field_retired_double, retired_single, retired_double}},
+      {"retirement_pending", {field_retirement_pending, retirement_pending}},
+      {"remapped_rows", {field_remapped_rows, remapped_rows}},
+      {"pcie_link", {pcie_generation, pcie_width}},
+      {"pcie_replays", {field_pcie_replay, pcie_replay}},
+      {"pcie_throughput", {field_pcie_bytes}},
       {"persistence_mode", {persistence}},
-      {"power_limit", {power_limit}},
+      {"power_limit", {field_power_limit, power_limit}},
       {"processes", {process_detail, process_v3, process_v2, process_v1}},
   };
   std::vector<std::string> out;

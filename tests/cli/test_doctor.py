@@ -60,10 +60,36 @@ def test_every_nvml_call_is_made_on_one_thread(tmp):
     assert r.returncode == 0
     log = json.loads(calls.read_text().splitlines()[-1])
     assert log["device_call_threads"] == 1
-    # Every health reading was asked for, and the power limit was set to what it was.
-    for fn in ("nvmlDeviceGetRemappedRows", "nvmlDeviceGetTotalEccErrors", "nvmlGpmQueryDeviceSupport",
-               "nvmlDeviceSetPowerManagementLimit", "nvmlDeviceGetRunningProcessDetailList"):
+    # Every health reading was asked for (ECC counts and remapped rows among the field values),
+    # and the power limit was set to what it was.
+    for fn in ("nvmlDeviceGetFieldValues", "nvmlDeviceGetPersistenceMode",
+               "nvmlGpmQueryDeviceSupport", "nvmlDeviceSetPowerManagementLimit",
+               "nvmlDeviceGetRunningProcessDetailList"):
         assert log["calls"].get(fn, 0) >= 2, fn
+    assert "ecc_errors" in rep["gpus"][1]["health_readings"]
+
+
+def test_health_fields_a_driver_lacks_come_from_their_getters(tmp):
+    # One GPU whose driver answers the health fields NOT_SUPPORTED: probed once, then the
+    # getters read the same conditions, and the findings are those of a driver that has them.
+    bad = {"ecc_uncorrected": 3, "ecc_corrected": 5, "remap_failure": True,
+           "pcie_replay_counter": 4, "retirement_pending": True}
+    lacking = h100(**bad)
+    lacking["fields_not_supported"] = [3, 4, 5, 6, 29, 30, 31, 94, 142, 143, 144, 145, 190]
+    calls = tmp / "calls.jsonl"
+    r, rep = doctor_json({"devices": [h100(**bad), lacking]},
+                         env={"FAKE_NVML_CALL_LOG": str(calls)})
+    assert r.returncode == 2
+    by_gpu = [sorted((f["severity"], f["code"]) for f in rep["findings"] if f.get("gpu") == i)
+              for i in (0, 1)]
+    assert by_gpu[0] == by_gpu[1] and ("critical", "ecc_uncorrectable") in by_gpu[0], by_gpu
+    assert rep["gpus"][0]["health_readings"] == rep["gpus"][1]["health_readings"]
+    calls = json.loads(calls.read_text().splitlines()[-1])["calls"]
+    # Only the GPU that lacks the fields asks the getters: 4 ECC counters, remapped rows, ...
+    assert calls["nvmlDeviceGetTotalEccErrors"] == 4
+    for fn in ("nvmlDeviceGetRemappedRows", "nvmlDeviceGetPcieReplayCounter",
+               "nvmlDeviceGetRetiredPagesPendingStatus"):
+        assert calls[fn] == 1, fn
 
 
 def test_the_text_report_has_every_section_and_fixes():

@@ -22,7 +22,7 @@ nvmlReturn_t locked_range(fn f, nvmlDevice_t device, unsigned int min_mhz, unsig
                           unsigned int clock_type) {
   const device_call call(f, device);
   if (!call) return call.status();
-  if (min_mhz > max_mhz || max_mhz > call.gpu().health.max_clock_mhz[clock_type]) {
+  if (min_mhz > max_mhz || max_mhz > call.health().max_clock_mhz[clock_type]) {
     return kErrorInvalidArgument;
   }
   return call.gpu().limit_settable ? kSuccess : kErrorNoPermission;
@@ -74,7 +74,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetSupportedMemoryClocks(nvmlDevice_t device, 
     return kErrorInsufficientSize;
   }
   if (clocksMHz == nullptr) return kErrorInvalidArgument;
-  clocksMHz[0] = call.gpu().health.max_clock_mhz[kClockMem];
+  clocksMHz[0] = call.health().max_clock_mhz[kClockMem];
   *count = 1;
   return kSuccess;
 }
@@ -85,8 +85,8 @@ extern "C" nvmlReturn_t nvmlDeviceGetSupportedGraphicsClocks(nvmlDevice_t device
                                                              unsigned int* clocksMHz) {
   const device_call call(fn::nvmlDeviceGetSupportedGraphicsClocks, device);
   if (!call) return call.status();
-  if (memoryClockMHz != call.gpu().health.max_clock_mhz[kClockMem]) return kErrorNotFound;
-  return clock_list(call.gpu().health.max_clock_mhz[kClockGraphics], count, clocksMHz);
+  if (memoryClockMHz != call.health().max_clock_mhz[kClockMem]) return kErrorNotFound;
+  return clock_list(call.health().max_clock_mhz[kClockGraphics], count, clocksMHz);
 }
 
 extern "C" nvmlReturn_t nvmlDeviceSetGpuLockedClocks(nvmlDevice_t device,

@@ -25,11 +25,11 @@ memory_state memory_of(const device_call& call) {
     for (const fake_nvml::process& p : g->processes)
       m.used += p.used_memory_bytes;
   } else {
-    const fake_nvml::device_health& h = call.gpu().health;
+    const fake_nvml::device_health& h = call.health();
     m.total = h.memory_total_bytes;
     m.reserved = h.memory_reserved_bytes;
     m.used = h.memory_used_bytes;
-    for (const fake_nvml::process& p : call.gpu().compute_processes)
+    for (const fake_nvml::process& p : call.gpu().processes_at(call.t(), /*graphics=*/false))
       m.used += p.used_memory_bytes;
   }
   m.used = std::min(m.used, m.total - m.reserved);
@@ -46,7 +46,7 @@ nvmlReturn_t event_reasons(fn f, nvmlDevice_t device, unsigned long long* reason
   const device_call call(f, device);
   if (!call) return call.status();
   if (reasons == nullptr) return kErrorInvalidArgument;
-  *reasons = call.gpu().health.clocks_event_reasons;
+  *reasons = call.health().clocks_event_reasons;
   if (call.gpu().power->capped_at(call.t())) *reasons |= kClocksEventSwPowerCap;
   return kSuccess;
 }
@@ -56,7 +56,7 @@ nvmlReturn_t uint_value(fn f, nvmlDevice_t device, unsigned int* out,
   const device_call call(f, device);
   if (!call) return call.status();
   if (out == nullptr) return kErrorInvalidArgument;
-  *out = call.gpu().health.*member;
+  *out = call.health().*member;
   return kSuccess;
 }
 
@@ -68,8 +68,8 @@ extern "C" nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device,
   if (!call) return call.status();
   if (utilization == nullptr) return kErrorInvalidArgument;
   if (call.gpu().mig_enabled) return kErrorNotSupported;  // nvml.h:7075
-  utilization->gpu = call.gpu().health.gpu_util_percent;
-  utilization->memory = call.gpu().health.memory_util_percent;
+  utilization->gpu = call.health().gpu_util_percent;
+  utilization->memory = call.health().memory_util_percent;
   return kSuccess;
 }
 
@@ -79,7 +79,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t device,
   const device_call call(fn::nvmlDeviceGetEncoderUtilization, device);
   if (!call) return call.status();
   if (utilization == nullptr || samplingPeriodUs == nullptr) return kErrorInvalidArgument;
-  *utilization = call.gpu().health.encoder_util_percent;
+  *utilization = call.health().encoder_util_percent;
   *samplingPeriodUs = 167000;
   return kSuccess;
 }
@@ -90,7 +90,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t device,
   const device_call call(fn::nvmlDeviceGetDecoderUtilization, device);
   if (!call) return call.status();
   if (utilization == nullptr || samplingPeriodUs == nullptr) return kErrorInvalidArgument;
-  *utilization = call.gpu().health.decoder_util_percent;
+  *utilization = call.health().decoder_util_percent;
   *samplingPeriodUs = 167000;
   return kSuccess;
 }
@@ -126,7 +126,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t device, unsigned i
   const device_call call(fn::nvmlDeviceGetTemperature, device);
   if (!call) return call.status();
   if (temp == nullptr || sensorType != kTemperatureGpu) return kErrorInvalidArgument;
-  *temp = call.gpu().health.temperature_c;
+  *temp = call.health().temperature_c;
   return kSuccess;
 }
 
@@ -137,7 +137,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetTemperatureV(nvmlDevice_t device,
   if (temperature == nullptr) return kErrorInvalidArgument;
   if (temperature->version != kTemperatureV1Version) return kErrorArgumentVersionMismatch;
   if (temperature->sensorType != kTemperatureGpu) return kErrorInvalidArgument;
-  temperature->temperature = static_cast<int>(call.gpu().health.temperature_c);
+  temperature->temperature = static_cast<int>(call.health().temperature_c);
   return kSuccess;
 }
 
@@ -147,7 +147,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device,
   const device_call call(fn::nvmlDeviceGetTemperatureThreshold, device);
   if (!call) return call.status();
   if (temp == nullptr) return kErrorInvalidArgument;
-  const fake_nvml::device_health& h = call.gpu().health;
+  const fake_nvml::device_health& h = call.health();
   switch (thresholdType) {
     case kTemperatureThresholdShutdown:
       *temp = h.shutdown_temperature_c;
@@ -170,14 +170,14 @@ extern "C" nvmlReturn_t nvmlDeviceGetClockInfo(nvmlDevice_t device, unsigned int
                                                unsigned int* clock) {
   const device_call call(fn::nvmlDeviceGetClockInfo, device);
   if (!call) return call.status();
-  return clock_of(call.gpu().health.clock_mhz, type, clock);
+  return clock_of(call.health().clock_mhz, type, clock);
 }
 
 extern "C" nvmlReturn_t nvmlDeviceGetMaxClockInfo(nvmlDevice_t device, unsigned int type,
                                                   unsigned int* clock) {
   const device_call call(fn::nvmlDeviceGetMaxClockInfo, device);
   if (!call) return call.status();
-  return clock_of(call.gpu().health.max_clock_mhz, type, clock);
+  return clock_of(call.health().max_clock_mhz, type, clock);
 }
 
 extern "C" nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, unsigned int clockType,
@@ -185,7 +185,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetClock(nvmlDevice_t device, unsigned int clo
   const device_call call(fn::nvmlDeviceGetClock, device);
   if (!call) return call.status();
   // Clock ids: CURRENT 0, APP_CLOCK_TARGET 1, APP_CLOCK_DEFAULT 2, CUSTOMER_BOOST_MAX 3.
-  const fake_nvml::device_health& h = call.gpu().health;
+  const fake_nvml::device_health& h = call.health();
   if (clockId > 3) return kErrorInvalidArgument;
   return clock_of(clockId <= 1 ? h.clock_mhz : h.max_clock_mhz, clockType, clockMHz);
 }
@@ -205,8 +205,8 @@ extern "C" nvmlReturn_t nvmlDeviceGetFanSpeed(nvmlDevice_t device, unsigned int*
   const device_call call(fn::nvmlDeviceGetFanSpeed, device);
   if (!call) return call.status();
   if (speed == nullptr) return kErrorInvalidArgument;
-  if (call.gpu().health.fan_count == 0) return kErrorNotSupported;
-  *speed = call.gpu().health.fan_speed_percent;
+  if (call.health().fan_count == 0) return kErrorNotSupported;
+  *speed = call.health().fan_speed_percent;
   return kSuccess;
 }
 
@@ -220,9 +220,9 @@ extern "C" nvmlReturn_t nvmlDeviceGetFanSpeed_v2(nvmlDevice_t device, unsigned i
   const device_call call(fn::nvmlDeviceGetFanSpeed_v2, device);
   if (!call) return call.status();
   if (speed == nullptr) return kErrorInvalidArgument;
-  if (call.gpu().health.fan_count == 0) return kErrorNotSupported;
-  if (fan >= call.gpu().health.fan_count) return kErrorInvalidArgument;
-  *speed = call.gpu().health.fan_speed_percent;
+  if (call.health().fan_count == 0) return kErrorNotSupported;
+  if (fan >= call.health().fan_count) return kErrorInvalidArgument;
+  *speed = call.health().fan_speed_percent;
   return kSuccess;
 }
 
@@ -230,7 +230,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t device, unsign
   const device_call call(fn::nvmlDeviceGetPersistenceMode, device);
   if (!call) return call.status();
   if (mode == nullptr) return kErrorInvalidArgument;
-  *mode = call.gpu().health.persistence_mode ? kFeatureEnabled : kFeatureDisabled;
+  *mode = call.health().persistence_mode ? kFeatureEnabled : kFeatureDisabled;
   return kSuccess;
 }
 
@@ -239,7 +239,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t device, unsigned int* 
   const device_call call(fn::nvmlDeviceGetEccMode, device);
   if (!call) return call.status();
   if (current == nullptr || pending == nullptr) return kErrorInvalidArgument;
-  *current = *pending = call.gpu().health.ecc_enabled ? kFeatureEnabled : kFeatureDisabled;
+  *current = *pending = call.health().ecc_enabled ? kFeatureEnabled : kFeatureDisabled;
   return kSuccess;
 }
 
@@ -251,7 +251,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t device, unsigne
   if (eccCounts == nullptr || errorType > kMemoryErrorUncorrected || counterType > kAggregateEcc) {
     return kErrorInvalidArgument;
   }
-  const fake_nvml::device_health& h = call.gpu().health;
+  const fake_nvml::device_health& h = call.health();
   if (!h.ecc_enabled) return kErrorNotSupported;
   if (counterType == kVolatileEcc) {
     *eccCounts = errorType == kMemoryErrorCorrected ? h.ecc_corrected : h.ecc_uncorrected;
@@ -269,7 +269,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t device, unsigned 
   if (!call) return call.status();
   if (pageCount == nullptr || cause > kPageRetirementDoubleBit) return kErrorInvalidArgument;
   // Made-up page addresses; `retired_pages` counts double-bit retirements.
-  const fake_nvml::device_health& h = call.gpu().health;
+  const fake_nvml::device_health& h = call.health();
   const unsigned int n =
       cause == kPageRetirementDoubleBit ? h.retired_pages : h.retired_pages_single_bit;
   if (*pageCount < n) {
@@ -288,7 +288,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t devi
   const device_call call(fn::nvmlDeviceGetRetiredPagesPendingStatus, device);
   if (!call) return call.status();
   if (isPending == nullptr) return kErrorInvalidArgument;
-  *isPending = call.gpu().health.retirement_pending ? kFeatureEnabled : kFeatureDisabled;
+  *isPending = call.health().retirement_pending ? kFeatureEnabled : kFeatureDisabled;
   return kSuccess;
 }
 
@@ -301,13 +301,12 @@ extern "C" nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned 
       failureOccurred == nullptr) {
     return kErrorInvalidArgument;
   }
-  const fake_nvml::device& d = call.gpu();
-  // Ampere and newer, and not while MIG is on (nvml.h:8418).
-  if (d.arch->rank < fake_nvml::kRankAmpere || d.mig_enabled) return kErrorNotSupported;
-  *corrRows = d.health.remapped_rows_corrected;
-  *uncRows = d.health.remapped_rows_uncorrected;
-  *isPending = d.health.remap_pending ? 1U : 0U;
-  *failureOccurred = d.health.remap_failure ? 1U : 0U;
+  if (!fake_nvml::remapper_answers(call.gpu())) return kErrorNotSupported;
+  const fake_nvml::device_health& h = call.health();
+  *corrRows = h.remapped_rows_corrected;
+  *uncRows = h.remapped_rows_uncorrected;
+  *isPending = h.remap_pending ? 1U : 0U;
+  *failureOccurred = h.remap_failure ? 1U : 0U;
   return kSuccess;
 }
 
@@ -345,7 +344,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigne
   const device_call call(fn::nvmlDeviceGetPcieThroughput, device);
   if (!call) return call.status();
   if (value == nullptr || counter > kPcieUtilRxBytes) return kErrorInvalidArgument;
-  const fake_nvml::device_health& h = call.gpu().health;
+  const fake_nvml::device_health& h = call.health();
   *value = counter == kPcieUtilTxBytes ? h.pcie_tx_kib_s : h.pcie_rx_kib_s;
   return kSuccess;
 }

@@ -209,8 +209,9 @@ extern "C" nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
   for (unsigned int i = 0; i < metricsGet->numMetrics; ++i) {
     nvmlGpmMetric_t& m = metricsGet->metrics[i];
     m.metricInfo = {nullptr, nullptr, nullptr};
-    m.nvmlReturn =
-        metric_value(second->gpu->health, m.metricId, m.value) ? kSuccess : kErrorNotSupported;
+    m.nvmlReturn = metric_value(second->gpu->health_at(second->t), m.metricId, m.value)
+                       ? kSuccess
+                       : kErrorNotSupported;
   }
   return kSuccess;
 }

@@ -46,10 +46,15 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
   // Ids the imitated driver's header did not have yet (185-192 arrived in 12.2).
   const bool power_fields = fake_nvml::driver_level() >= fake_nvml::kLevelPowerFields;
   const bool power_scope = v.fieldId < kFiDevPowerAverage || v.fieldId > kFiDevPowerRequestedLimit;
-  const fake_nvml::device_health& h = d.health;
+  const fake_nvml::device_health& h = d.health_at(t);
   v.nvmlReturn = kSuccess;
   if (!power_scope && (!power_fields || v.scopeId != kPowerScopeGpu)) {
     v.nvmlReturn = kErrorNotSupported;  // module and memory scopes need a Grace board
+    return;
+  }
+  const auto& missing = d.fields_not_supported;
+  if (std::find(missing.begin(), missing.end(), v.fieldId) != missing.end()) {
+    v.nvmlReturn = kErrorNotSupported;
     return;
   }
   unsigned long long ull = 0;
@@ -89,17 +94,31 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
     case kFiDevEccDbeAggTotal:
       if (!h.ecc_enabled) break;
       return set_ull(v, h.ecc_uncorrected_aggregate);
+    case kFiDevRetiredSbe:
+      return set_uint(v, h.retired_pages_single_bit);
+    case kFiDevRetiredDbe:
+      return set_uint(v, h.retired_pages);
+    case kFiDevRetiredPending:
+      return set_uint(v, h.retirement_pending ? kFeatureEnabled : kFeatureDisabled);
+    case kFiDevRemappedCor:
+    case kFiDevRemappedUnc:
+    case kFiDevRemappedPending:
+    case kFiDevRemappedFailure: {
+      // As nvmlDeviceGetRemappedRows answers.
+      if (!fake_nvml::remapper_answers(d)) break;
+      const unsigned int values[] = {h.remapped_rows_corrected, h.remapped_rows_uncorrected,
+                                     h.remap_pending ? 1U : 0U, h.remap_failure ? 1U : 0U};
+      return set_uint(v, values[v.fieldId - kFiDevRemappedCor]);
+    }
     case kFiDevMemoryTemp:
       return set_uint(v, h.memory_temperature_c);
     case kFiDevPcieReplayCounter:
       return set_uint(v, h.pcie_replay_counter);
     case kFiDevPcieCountTxBytes:
-    case kFiDevPcieCountRxBytes: {
-      // Byte counters (12.5+): the constant rate integrated over scenario time.
+    case kFiDevPcieCountRxBytes:
+      // Byte counters (12.5+): the rates integrated over scenario time.
       if (!power_fields) break;
-      const double kib_s = v.fieldId == kFiDevPcieCountTxBytes ? h.pcie_tx_kib_s : h.pcie_rx_kib_s;
-      return set_ull(v, static_cast<unsigned long long>(kib_s * 1024.0 * std::max(0.0, t)));
-    }
+      return set_ull(v, d.pcie_bytes(t, v.fieldId == kFiDevPcieCountTxBytes));
     default:
       break;
   }
@@ -203,7 +222,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetPowerState(nvmlDevice_t device, unsigned in
   const device_call call(fn::nvmlDeviceGetPowerState, device);
   if (!call) return call.status();
   if (pState == nullptr) return kErrorInvalidArgument;
-  *pState = call.gpu().health.performance_state;
+  *pState = call.health().performance_state;
   return kSuccess;
 }
 
@@ -211,7 +230,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetPerformanceState(nvmlDevice_t device, unsig
   const device_call call(fn::nvmlDeviceGetPerformanceState, device);
   if (!call) return call.status();
   if (pState == nullptr) return kErrorInvalidArgument;
-  *pState = call.gpu().health.performance_state;
+  *pState = call.health().performance_state;
   return kSuccess;
 }
 

@@ -17,7 +17,7 @@ const std::vector<fake_nvml::process> kNoProcesses;
 
 const std::vector<fake_nvml::process>& processes_of(const device_call& call, bool graphics) {
   if (call.mig() != nullptr) return graphics ? kNoProcesses : call.mig()->processes;
-  return graphics ? call.gpu().graphics_processes : call.gpu().compute_processes;
+  return call.gpu().processes_at(call.t(), graphics);
 }
 
 void fill(nvmlProcessInfo_v1_t& out, const fake_nvml::process& p) {

@@ -26,8 +26,9 @@ void read_clocks(json_fields& f, const std::string& key, unsigned int (&mhz)[4])
 
 }  // namespace
 
-device_health parse_health(const nlohmann::json& health, const std::string& path) {
-  device_health h;
+device_health parse_health(const nlohmann::json& health, const std::string& path,
+                           const device_health& base) {
+  device_health h = base;
   json_fields f(health, path);
   h.gpu_util_percent = small(f, "gpu_util_percent", h.gpu_util_percent);
   h.memory_util_percent = small(f, "memory_util_percent", h.memory_util_percent);

@@ -1,8 +1,7 @@
 #pragma once
 // The slowly varying state of a device that joules' `health` readings and the peers' monitors
-// poll: utilisation, memory, temperatures, clocks, fans, ECC, PCIe.  Today these are constants
-// (defaults below, or the device's `health` object); time-varying health scenarios will extend
-// this struct and its parser without touching the power model.
+// poll: utilisation, memory, temperatures, clocks, fans, ECC, PCIe.  Constants (defaults below,
+// or the device's `health` object) that a device's `changes` replace from given instants on.
 
 #include <string>
 
@@ -69,7 +68,9 @@ struct device_health {
   bool persistence_mode = true;
 };
 
-// Reads the device's optional `health` object (every key optional).  Throws scenario_error.
-device_health parse_health(const nlohmann::json& health, const std::string& path);
+// Reads a `health` object (every key optional) over `base`: the defaults for a device's own
+// `health`, the state before it for a `changes` entry.  Throws scenario_error.
+device_health parse_health(const nlohmann::json& health, const std::string& path,
+                           const device_health& base = {});
 
 }  // namespace fake_nvml

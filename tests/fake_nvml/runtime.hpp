@@ -60,6 +60,8 @@ class device_call {
   device& gpu() const { return *slot_->gpu; }
   const mig_device* mig() const { return slot_->mig; }
   double t() const { return t_; }  // scenario time of the call, after its latency
+  // The device's health at the call's time (its `changes` applied).
+  const device_health& health() const { return slot_->gpu->health_at(t_); }
 
  private:
   nv::nvmlReturn_t status_ = nv::kSuccess;

@@ -32,6 +32,48 @@ unsigned int device::reading_mw(const reading_config& r, double t) const {
   return static_cast<unsigned int>(std::clamp<long long>(mw, 0, UINT_MAX));
 }
 
+namespace {
+
+const state_change* change_at(const std::vector<state_change>& changes, double t) {
+  // The last change at or before t; scenarios carry a handful, so a linear scan will do.
+  const state_change* found = nullptr;
+  for (const state_change& c : changes) {
+    if (c.at_s > t) break;
+    found = &c;
+  }
+  return found;
+}
+
+}  // namespace
+
+const device_health& device::health_at(double t) const {
+  const state_change* c = change_at(changes, t);
+  return c != nullptr ? c->health : health;
+}
+
+const std::vector<process>& device::processes_at(double t, bool graphics) const {
+  const state_change* c = change_at(changes, t);
+  if (c == nullptr) return graphics ? graphics_processes : compute_processes;
+  return graphics ? c->graphics_processes : c->compute_processes;
+}
+
+unsigned long long device::pcie_bytes(double t, bool tx) const {
+  auto rate = [tx](const device_health& h) {
+    return 1024.0 * static_cast<double>(tx ? h.pcie_tx_kib_s : h.pcie_rx_kib_s);
+  };
+  double bytes = 0.0;
+  double from = 0.0;
+  const device_health* state = &health;
+  for (const state_change& c : changes) {
+    if (c.at_s >= t) break;
+    bytes += rate(*state) * std::max(0.0, c.at_s - from);
+    from = std::max(from, c.at_s);
+    state = &c.health;
+  }
+  bytes += rate(*state) * std::max(0.0, t - from);
+  return static_cast<unsigned long long>(bytes);
+}
+
 const handle_slot* scenario::slot_of(joules::nvml::nvmlDevice_t handle) const {
   // Handles are addresses of slots; anything else (a stale handle from an earlier scenario,
   // garbage) is refused rather than dereferenced.

@@ -58,6 +58,15 @@ struct mig_device {
   std::vector<process> processes;  // ids filled in from the instance
 };
 
+// What a device's health and process lists become from `at_s` on (a `changes` entry, README
+// "Changes"): the whole state, earlier entries and the device's own keys filled in.
+struct state_change {
+  double at_s = 0.0;
+  device_health health;
+  std::vector<process> compute_processes;
+  std::vector<process> graphics_processes;
+};
+
 struct device {
   unsigned int index = 0;
   std::string name;
@@ -91,11 +100,27 @@ struct device {
   std::vector<process> compute_processes;  // including those of its MIG devices
   std::vector<process> graphics_processes;
   device_health health;
+  std::vector<state_change> changes;  // at_s ascending
+  // Field ids that answer NOT_SUPPORTED although their getter works (a driver whose field table
+  // lacks them).
+  std::vector<unsigned int> fields_not_supported;
+
+  // Health and processes at scenario time t: the last change at or before t, else the above.
+  const device_health& health_at(double t) const;
+  const std::vector<process>& processes_at(double t, bool graphics) const;
+  // PCIe bytes sent (tx) or received since scenario time 0: the rates of each state integrated.
+  unsigned long long pcie_bytes(double t, bool tx) const;
 
   // The README's energy model.
   unsigned long long counter_mj(double t) const;
   unsigned int reading_mw(const reading_config& r, double t) const;
 };
+
+// Whether the row remapper answers (nvmlDeviceGetRemappedRows and fields 142-145): Ampere and
+// newer, and not while MIG is on (nvml.h:8418).
+inline bool remapper_answers(const device& d) {
+  return d.arch->rank >= kRankAmpere && !d.mig_enabled;
+}
 
 // What a device handle points at: a whole GPU, or a MIG device (gpu is then its parent).
 struct handle_slot {

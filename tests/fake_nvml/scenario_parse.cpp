@@ -251,6 +251,52 @@ void parse_mig(json_fields& dev, device& d, scenario& s) {
   f.finish();
 }
 
+// `changes`: each entry replaces health keys and process lists from `at_s` on (README "Changes").
+void parse_changes(json_fields& dev, device& d) {
+  if (!dev.has("changes")) return;
+  const json& list = dev.at("changes");
+  if (!list.is_array()) dev.fail("changes", "must be an array");
+  // The processes of MIG devices stay: a change names the GPU's own processes.
+  std::vector<process> mig_processes;
+  for (const process& p : d.compute_processes) {
+    if (p.gpu_instance_id != 0xFFFFFFFFU) mig_processes.push_back(p);
+  }
+  state_change state{0.0, d.health, d.compute_processes, d.graphics_processes};
+  double last = -kForever;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    json_fields c(list[i], dev.sub("changes") + "[" + std::to_string(i) + "]");
+    if (!c.has("at_s")) c.fail("at_s", "is required");
+    state.at_s = c.number("at_s", 0.0);
+    if (state.at_s < last) c.fail("at_s", "must not be earlier than the change before");
+    last = state.at_s;
+    if (c.has("health")) state.health = parse_health(c.at("health"), c.sub("health"), state.health);
+    if (c.has("processes")) {
+      state.compute_processes = parse_processes(c, "processes");
+      state.compute_processes.insert(state.compute_processes.end(), mig_processes.begin(),
+                                     mig_processes.end());
+    }
+    if (c.has("graphics_processes")) {
+      state.graphics_processes = parse_processes(c, "graphics_processes");
+    }
+    c.finish();
+    d.changes.push_back(state);
+  }
+}
+
+std::vector<unsigned int> parse_field_ids(json_fields& f, const std::string& key) {
+  std::vector<unsigned int> out;
+  if (!f.has(key)) return out;
+  const json& list = f.at(key);
+  if (!list.is_array()) f.fail(key, "must be an array of field ids");
+  for (const json& id : list) {
+    if (!id.is_number_unsigned() || id.get<unsigned long long>() > UINT_MAX) {
+      f.fail(key, "must be an array of field ids");
+    }
+    out.push_back(id.get<unsigned int>());
+  }
+  return out;
+}
+
 device parse_device(const json& j, unsigned int index, unsigned int top_latency_us, scenario& s) {
   json_fields f(j, "devices[" + std::to_string(index) + "]");
   device d;
@@ -321,6 +367,8 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
   d.graphics_processes = parse_processes(f, "graphics_processes");
   if (f.has("health")) d.health = parse_health(f.at("health"), f.sub("health"));
   parse_mig(f, d, s);
+  parse_changes(f, d);
+  d.fields_not_supported = parse_field_ids(f, "fields_not_supported");
   f.finish();
   return d;
 }

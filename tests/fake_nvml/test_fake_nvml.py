@@ -340,6 +340,106 @@ def test_field_values_per_field_status():
         assert [v.nvmlReturn for v in f[1:]] == [NOT_SUPPORTED] * 8
 
 
+def field_number(f) -> int:
+    """A field's value whatever its type (1: unsigned int, 3: unsigned long long)."""
+    return {1: f.value.uiVal, 3: f.value.ullVal}[f.valueType]
+
+
+def getter_answers(s, h) -> dict[int, tuple[int, int]]:
+    """What the getters answer for the health fields joules batches: field id -> (status, value)."""
+    out = {}
+    for fid, (kind, counter) in {3: (0, 0), 4: (1, 0), 5: (0, 1), 6: (1, 1)}.items():
+        n = c_ull()
+        out[fid] = (s.call("nvmlDeviceGetTotalEccErrors", h, kind, counter, byref(n)), n.value)
+    for fid, cause in {29: 0, 30: 1}.items():
+        count = c_uint(0)
+        rc = s.call("nvmlDeviceGetRetiredPages", h, cause, byref(count), None)
+        out[fid] = (SUCCESS if rc in (SUCCESS, INSUFFICIENT_SIZE) else rc, count.value)
+    out[31] = s.uint("nvmlDeviceGetRetiredPagesPendingStatus", h)
+    rows = [c_uint() for _ in range(4)]
+    rc = s.call("nvmlDeviceGetRemappedRows", h, *map(byref, rows))
+    for k, fid in enumerate((142, 143, 144, 145)):
+        out[fid] = (rc, rows[k].value)
+    out[94] = s.uint("nvmlDeviceGetPcieReplayCounter", h)
+    out[190] = s.uint("nvmlDeviceGetEnforcedPowerLimit", h)
+    return out
+
+
+def assert_fields_match_getters(s, h, variant):
+    want = getter_answers(s, h)
+    if variant == "r470":  # its header had no power fields (185-192), the getter is older
+        want[190] = (NOT_SUPPORTED, 0)
+    got = s.fields(h, list(want))
+    for f in got:
+        status, value = want[f.fieldId]
+        assert f.nvmlReturn == status, (f.fieldId, f.nvmlReturn, status)
+        if status == SUCCESS:
+            assert field_number(f) == value, (f.fieldId, field_number(f), value)
+
+
+def test_health_fields_answer_as_their_getters():
+    bad = {"ecc_corrected": 7, "ecc_uncorrected": 2, "ecc_corrected_aggregate": 40,
+           "retired_pages": 3, "retired_pages_single_bit": 5, "retirement_pending": True,
+           "remapped_rows_corrected": 4, "remapped_rows_uncorrected": 1, "remap_pending": True,
+           "remap_failure": True, "pcie_replay_counter": 12}
+    spec = {"devices": [
+        {"architecture": "ampere", "health": bad, "limits": {"current_w": 450}},
+        {"architecture": "volta", "health": dict(bad, ecc_enabled=False)},  # no remapper, no ECC
+        {"architecture": "ampere", "mig": {"enabled": True}},  # no remapper while MIG is on
+        {"architecture": "hopper", "fields_not_supported": [3, 142, 94]}]}
+    for variant in ("full", "r470"):
+        with session(spec, variant) as s:
+            for i in range(3):  # not GPU 3, whose driver lacks some fields (below)
+                assert_fields_match_getters(s, s.h(i), variant)
+            a100 = {f.fieldId: f for f in s.fields(s.h(0), [4, 30, 31, 143, 145, 190])}
+            assert [field_number(a100[i]) for i in (4, 30, 31, 143, 145)] == [2, 3, 1, 1, 1]
+            assert variant == "r470" or field_number(a100[190]) == 450000
+            volta = s.fields(s.h(1), [3, 142])
+            assert [f.nvmlReturn for f in volta] == [NOT_SUPPORTED, NOT_SUPPORTED]
+            # Fields a driver's table lacks answer NOT_SUPPORTED; their getters still work.
+            missing = s.fields(s.h(3), [3, 4, 142, 94])
+            assert [f.nvmlReturn for f in missing] == [NOT_SUPPORTED, SUCCESS, NOT_SUPPORTED,
+                                                       NOT_SUPPORTED]
+            assert s.uint("nvmlDeviceGetPcieReplayCounter", s.h(3)) == (SUCCESS, 0)
+
+
+def test_changes_replace_health_and_processes_from_their_instant(clock):
+    spec = {"devices": [{
+        "health": {"gpu_util_percent": 10, "pcie_tx_kib_s": 100},
+        "processes": [{"pid": 7, "used_memory_bytes": 1 << 30}],
+        "changes": [
+            {"at_s": 2.0, "health": {"ecc_uncorrected": 3, "pcie_tx_kib_s": 300}},
+            {"at_s": 4.0, "health": {"gpu_util_percent": 90},
+             "processes": [{"pid": 7, "used_memory_bytes": 1 << 30},
+                           {"pid": 8, "used_memory_bytes": 2 << 30}]}]}]}
+    with session(spec, clock=clock) as s:
+        h = s.h()
+
+        def state():
+            u = (c_uint * 2)()
+            assert s.call("nvmlDeviceGetUtilizationRates", h, u) == SUCCESS
+            n = c_ull()
+            assert s.call("nvmlDeviceGetTotalEccErrors", h, 1, 0, byref(n)) == SUCCESS
+            count, infos = c_uint(8), (ProcessV2 * 8)()
+            assert s.call("nvmlDeviceGetComputeRunningProcesses_v3", h, byref(count), infos) == 0
+            m = MemoryV2(version=MEMORY_V2_VERSION)
+            assert s.call("nvmlDeviceGetMemoryInfo_v2", h, byref(m)) == SUCCESS
+            ecc_field, tx = s.fields(h, [4, 197])
+            assert field_number(ecc_field) == n.value  # the field follows the same state
+            return (u[0], n.value, [infos[i].pid for i in range(count.value)], m.used >> 30,
+                    field_number(tx))
+
+        at(clock, 1.0)
+        assert state() == (10, 0, [7], 1, 100 * 1024)
+        at(clock, 3.0)
+        assert state() == (10, 3, [7], 1, (200 + 300) * 1024)  # 2 s at 100, 1 s at 300 KiB/s
+        at(clock, 4.0)
+        assert state() == (90, 3, [7, 8], 3, (200 + 600) * 1024)
+    with pytest.raises(AssertionError):  # changes out of order: the scenario is refused
+        with session({"devices": [{"changes": [{"at_s": 2}, {"at_s": 1}]}]}):
+            pass
+
+
 def test_set_limit_and_clamp_keep_the_counter_exact(clock):
     spec = {"_test": "clamp", "devices": [{
         "power": {"type": "linear", "points": [[0, 100], [4, 900], [8, 150]],
