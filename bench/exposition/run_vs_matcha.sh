@@ -17,7 +17,7 @@ export JOULES_NVML_LIBRARY=$fake/libnvidia-ml.so.1 JOULES_POWERCAP_ROOT=/nonexis
 
 measure() {  # NAME PID PORT
   # CPU time of every thread, in ns (schedstat: finer than /proc/PID/stat's 10 ms ticks).
-  cpu() { cat /proc/$2/task/*/schedstat | awk '{s += $1} END {printf "%d", s}'; }
+  cpu() { cat /proc/$2/task/*/schedstat | awk '{s += $1} END {printf "%.0f", s}'; }
   sleep 3
   c0=$(cpu "$@"); sleep 10; c1=$(cpu "$@")
   echo "$1 cpu_per_wall_s_idle $(echo "scale=6; ($c1 - $c0) / 10000000000" | bc)" \

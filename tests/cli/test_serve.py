@@ -1,6 +1,9 @@
 """`joules serve`, black-box: a node exporter over the fake NVML (and the sim backend), scraped
 by the test as Prometheus would."""
+import gzip
+import http.client
 import json
+import re
 import shutil
 import signal
 import socket
@@ -10,7 +13,7 @@ import time
 
 import pytest
 
-from conftest import SANITIZED, fake_gpus, joules, truth_j
+from conftest import SANITIZED, fake_gpus, joules, truth_j, wait_for
 from exporter_util import names, one, parse, serve, series
 
 PROMTOOL = shutil.which("promtool")
@@ -101,6 +104,49 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     counter_mj = one(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **labels)
     assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
     assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
+
+
+def _get(p, method="GET", headers=None):
+    host, port = p.address.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=10)
+    c.request(method, "/metrics", headers=headers or {})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r, body
+
+
+def test_head_is_not_a_scrape_and_gzip_is_the_same_exposition(procs):
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300}, health=HEALTH)]})
+    p = serve("--dcgm-compat", "--hostname", "node-a", env=env)
+    procs.append(p)
+    assert wait_for(lambda: "joules_gpu_utilization_ratio" in p.scrape(), timeout=10)
+    r, plain = _get(p)
+    assert r.status == 200 and r.getheader("Content-Encoding") is None
+    assert r.getheader("Vary") == "Accept-Encoding"
+    first = one(parse(plain.decode()), "joules_scrapes_total")
+    for _ in range(3):
+        r, body = _get(p, "HEAD")
+        assert r.status == 200 and body == b""
+        assert int(r.getheader("Content-Length")) == pytest.approx(len(plain), rel=0.01)
+    # Prometheus asks for gzip: one gzip member, the same families and values.
+    r, body = _get(p, headers={"Accept-Encoding": "gzip"})
+    assert r.getheader("Content-Encoding") == "gzip"
+    assert int(r.getheader("Content-Length")) == len(body) < len(plain) / 4
+    text = gzip.decompress(body).decode()
+    m = parse(text)
+    assert one(m, "joules_scrapes_total") == first + 1  # the three HEADs were not scrapes
+    assert names(text) == names(plain.decode())
+    assert one(m, "joules_gpu_power_watts", hostname="node-a") == 300
+    assert one(m, "DCGM_FI_DEV_POWER_USAGE", gpu="0") == 300
+    # Every family once, with its HELP and TYPE once, before its samples.
+    for t in (plain.decode(), text):
+        helps = re.findall(r"^# HELP (\S+) ", t, re.M)
+        types = re.findall(r"^# TYPE (\S+) ", t, re.M)
+        assert len(helps) == len(set(helps)) and helps == types
+        assert set(helps) == names(t), set(helps) ^ names(t)
+    r, body = _get(p)
+    assert one(parse(body.decode()), "joules_scrapes_total") == first + 2
 
 
 def test_energy_counter_advances_at_the_scenarios_power(procs):

@@ -32,7 +32,7 @@ bool same(const parse_result& a, const parse_result& b) {
   return a.status == b.status && a.error_status == b.error_status && a.consumed == b.consumed &&
          a.head.method == b.head.method && a.head.target == b.head.target &&
          a.head.path == b.head.path && a.head.version_minor == b.head.version_minor &&
-         a.head.keep_alive == b.head.keep_alive;
+         a.head.keep_alive == b.head.keep_alive && a.head.accepts_gzip == b.head.accepts_gzip;
 }
 
 }  // namespace

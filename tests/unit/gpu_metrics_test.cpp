@@ -149,10 +149,12 @@ TEST(GpuMetrics, CpuAndDramFromRaplGetTheirOwnNames) {
 TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   const mono_time t0 = mono_time{} + std::chrono::seconds(100);
   auto text = [&](const sampler_snapshot* snap, mono_time now) {
-    exposition e;
-    self_metrics m(e, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
-    m.fill(snap, now, serving_stats{3, 0.0012});
-    return e.text();
+    exposition per_reading;
+    exposition per_scrape;
+    self_metrics m(per_reading, per_scrape, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
+    m.fill(snap);
+    m.fill_live(snap, now, serving_stats{3, 0.0012});
+    return per_reading.text() + per_scrape.text();
   };
   sampler_snapshot snap;
   snap.taken = t0;
