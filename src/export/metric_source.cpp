@@ -15,7 +15,9 @@ class node : public metric_source {
        const node_source_config& c)
       : readings_(c.readings),
         gpus_(per_state, c.devices, base, c.meta, c.dcgm_compat),
-        self_(per_state, per_collection, base, c.meta, c.stale_after_s) {}
+        self_(per_state, per_collection, base, c.meta, c.stale_after_s),
+        footprint_(per_state, base, "joules_node", c.carbon, c.components),
+        last_energy_(c.devices.size(), 0.0) {}
 
   bool update() override {
     auto snap = readings_->snapshot();
@@ -28,7 +30,19 @@ class node : public metric_source {
 
   void fill() override {
     self_.fill(snap_.get());
-    if (snap_) gpus_.fill(*snap_);
+    std::optional<double> energy;
+    if (snap_) {
+      gpus_.fill(*snap_);
+      // Every served device's energy since the sampler's first reading; a device that stops
+      // answering keeps the energy it had, so the sum never goes down.
+      for (std::size_t k = 0; k < snap_->devices.size() && k < last_energy_.size(); ++k) {
+        if (const auto e = snap_->devices[k].energy_j) {
+          last_energy_[k] = std::max(last_energy_[k], *e);
+        }
+        energy = energy.value_or(0.0) + last_energy_[k];
+      }
+    }
+    footprint_.fill(energy);
   }
 
   void fill_live(mono_time now, const serving_stats& stats) override {
@@ -39,6 +53,8 @@ class node : public metric_source {
   const sampler* readings_;
   gpu_metrics gpus_;
   self_metrics self_;
+  footprint_metrics footprint_;
+  std::vector<double> last_energy_;
   std::shared_ptr<const sampler_snapshot> snap_;
   bool first_ = true;
 };
@@ -50,7 +66,8 @@ class run : public metric_source {
       : readings_(c.readings),
         live_(c.live),
         run_(per_state, c.devices, base, c.subcommand),
-        self_(per_state, per_collection, base, c.meta, c.stale_after_s) {}
+        self_(per_state, per_collection, base, c.meta, c.stale_after_s),
+        footprint_(per_state, base, "joules_run", c.carbon, c.components) {}
 
   bool update() override {
     auto snap = readings_->snapshot();
@@ -66,6 +83,7 @@ class run : public metric_source {
   void fill() override {
     self_.fill(snap_.get());
     run_.fill(snap_.get(), state_);
+    footprint_.fill(run_.energy_j());
   }
 
   void fill_live(mono_time now, const serving_stats& stats) override {
@@ -77,6 +95,7 @@ class run : public metric_source {
   const run_metrics* live_;
   run_families run_;
   self_metrics self_;
+  footprint_metrics footprint_;
   std::shared_ptr<const sampler_snapshot> snap_;
   std::uint64_t version_ = 0;
   run_state state_;

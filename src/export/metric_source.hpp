@@ -21,7 +21,9 @@
 #include <vector>
 
 #include "backend/backend.hpp"
+#include "carbon/carbon.hpp"
 #include "export/exposition.hpp"
+#include "export/footprint_metrics.hpp"
 #include "export/run_metrics.hpp"
 #include "export/self_metrics.hpp"
 #include "sampler/sampler.hpp"
@@ -52,6 +54,8 @@ struct node_source_config {
   backend_meta meta;
   bool dcgm_compat = false;
   double stale_after_s = 5.0;
+  carbon::factors carbon;                   // --pue, --region, ... (resolved)
+  std::vector<component_state> components;  // component_states()
 };
 source_factory node_source(node_source_config config);
 
@@ -63,6 +67,8 @@ struct run_source_config {
   backend_meta meta;
   std::string subcommand;
   double stale_after_s = 5.0;
+  carbon::factors carbon;
+  std::vector<component_state> components;
 };
 source_factory run_source(run_source_config config);
 

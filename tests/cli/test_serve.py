@@ -3,18 +3,22 @@ by the test as Prometheus would."""
 import gzip
 import http.client
 import json
+import os
+import pathlib
 import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
+import urllib.request
 
 import pytest
 
-from conftest import SANITIZED, fake_gpus, joules, truth_j, wait_for
-from exporter_util import names, one, parse, serve, series
+from conftest import JOULES, ROOT, SANITIZED, fake_gpus, joules, truth_j, wait_for
+from exporter_util import ADDRESS, clean_env, names, one, parse, serve, series
 
 PROMTOOL = shutil.which("promtool")
 SLOW = 3.0 if SANITIZED else 1.0
@@ -248,6 +252,83 @@ def test_real_output_passes_promtool(procs):
         assert line.startswith("DCGM_"), line
 
 
+def test_carbon_cost_and_components_of_the_node(procs, tmp):
+    scenario = {"devices": [h100({"type": "constant", "watts": 300})]}
+    env, _ = fake_gpus(scenario)
+    env["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram")
+    env["JOULES_REGION"] = "FR"
+    p = serve("--pue", "1.2", "--price-per-kwh", "0.25", "--currency", "EUR", "--interval", "100",
+              "--hostname", "node-a", env=env)
+    procs.append(p)
+    time.sleep(1.2)
+    m = parse(p.scrape())
+    measured = sum(v for n in ("joules_gpu_energy_joules_total", "joules_cpu_energy_joules_total",
+                               "joules_dram_energy_joules_total") for _, v in series(m, n))
+    assert series(m, "joules_cpu_energy_joules_total")  # RAPL is served too
+    kwh = one(m, "joules_node_energy_kwh_total", hostname="node-a")
+    assert kwh == pytest.approx(measured * 1.2 / 3.6e6, rel=1e-9) and kwh > 0
+    [(labels, co2e)] = series(m, "joules_node_co2e_grams_total")
+    assert labels["region"] == "FR" and labels["method"] == "country_average"
+    intensity = one(m, "joules_carbon_intensity_grams_per_kwh", region="FR")
+    assert co2e == pytest.approx(kwh * intensity, rel=1e-9)
+    assert one(m, "joules_node_cost_total", currency="EUR") == pytest.approx(kwh * 0.25, rel=1e-9)
+    assert one(m, "joules_pue", source="--pue") == 1.2
+    for component in ("gpu", "cpu", "dram"):
+        assert one(m, "joules_component_status", component=component, status="measured") == 1
+    # The node's footprint grows with its energy.
+    time.sleep(0.5)
+    assert one(parse(p.scrape()), "joules_node_energy_kwh_total") > kwh
+    # --components leaves CPU and DRAM out: not served, and said so.
+    q = serve("--components", "gpu", env=env)
+    procs.append(q)
+    time.sleep(0.5)
+    m = parse(q.scrape())
+    assert series(m, "joules_cpu_energy_joules_total") == []
+    assert one(m, "joules_component_status", component="cpu", status="off") == 1
+
+
+def test_unreadable_rapl_counters_are_said_with_the_fix(procs):
+    base = pathlib.Path(tempfile.mkdtemp(prefix="joules-rapl-"))
+    try:
+        os.chmod(base, 0o755)
+        root = base / "amd-1p"
+        shutil.copytree(ROOT / "tests" / "fixtures" / "powercap" / "amd-1p", root)
+        for f in [root, *root.rglob("*")]:
+            os.chmod(f, 0o755 if f.is_dir() else 0o644)
+        os.chmod(root / "intel-rapl:0" / "energy_uj", 0)
+        env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300})]})
+        env["JOULES_POWERCAP_ROOT"] = str(root)
+        cmd = [JOULES, "serve", "--listen", "127.0.0.1:0"]
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root without setpriv: mode-000 files stay readable")
+            cmd = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups",
+                   *cmd]
+        proc = subprocess.Popen(cmd, env=clean_env(env), stderr=subprocess.PIPE, text=True)
+        lines = []
+        try:
+            for line in proc.stderr:
+                lines.append(line)
+                if "/metrics" in line or "error" in line:
+                    break
+            if any("Permission denied" in l for l in lines):
+                pytest.skip("the joules binary is not reachable by an unprivileged user here")
+            address = ADDRESS.search(lines[-1]).group(1)
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
+                m = parse(r.read().decode())
+        finally:
+            proc.kill()
+            proc.communicate()
+        note = [l for l in lines if l.startswith("joules: note: CPU energy is not measured")]
+        assert len(note) == 1, lines
+        assert "readable by root only" in note[0]
+        assert f"sudo chmod a+r {root}/intel-rapl:*/energy_uj" in note[0]
+        assert one(m, "joules_component_status", component="cpu", status="unreadable") == 1
+        assert one(m, "joules_component_status", component="gpu", status="measured") == 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--listen", "nowhere"], "--listen 'nowhere'"),
     (["--listen", ":9400"], "--listen ':9400'"),
@@ -255,6 +336,12 @@ def test_real_output_passes_promtool(procs):
     (["--sim-gpus", "2"], "--sim-gpus applies only with --backend sim"),
     (["--label", "novalue"], "--label 'novalue'"),
     (["extra"], "extra"),
+    (["--max-connections", "0"], "--max-connections '0': expected a number of connections"),
+    (["--max-connections", "many"], "--max-connections 'many'"),
+    (["--pue", "0.8"], "--pue '0.8': expected a power usage effectiveness from 1.0 to 5.0"),
+    (["--region", "Germany"], "--region 'Germany': expected an ISO country code"),
+    (["--currency", "EUR"], "--currency applies only with --price-per-kwh"),
+    (["--components", "gpu,tpu"], "--components 'gpu,tpu': expected"),
 ])
 def test_bad_options_exit_2_with_one_line(args, message):
     r = joules("serve", "--backend", "sim", *args) if "--sim-gpus" not in args else \
