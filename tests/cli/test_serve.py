@@ -38,6 +38,42 @@ HEALTH = {"gpu_util_percent": 77, "memory_util_percent": 31, "temperature_c": 61
           "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5}
 
 
+# dcgm-exporter's counters as etc/default-counters.csv declares them (reference/nvml.md §3.1;
+# SM_ACTIVE and SM_OCCUPANCY are there commented out, with these help texts).
+DCGM_DEFAULTS = {
+    "DCGM_FI_DEV_SM_CLOCK": ("gauge", "SM clock frequency (in MHz)."),
+    "DCGM_FI_DEV_MEM_CLOCK": ("gauge", "Memory clock frequency (in MHz)."),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("gauge", "Memory temperature (in C)."),
+    "DCGM_FI_DEV_GPU_TEMP": ("gauge", "GPU temperature (in C)."),
+    "DCGM_FI_DEV_POWER_USAGE": ("gauge", "Power draw (in W)."),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter",
+                                             "Total energy consumption since boot (in mJ)."),
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("counter", "Total number of PCIe retries."),
+    "DCGM_FI_DEV_GPU_UTIL": ("gauge", "GPU utilization (in %)."),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("gauge", "Memory utilization (in %)."),
+    "DCGM_FI_DEV_FB_FREE": ("gauge", "Framebuffer memory free (in MiB)."),
+    "DCGM_FI_DEV_FB_USED": ("gauge", "Framebuffer memory used (in MiB)."),
+    "DCGM_FI_DEV_FB_RESERVED": ("gauge", "Framebuffer memory reserved (in MiB)."),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (
+        "counter", "Number of remapped rows for uncorrectable errors"),
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (
+        "counter", "Number of remapped rows for correctable errors"),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("gauge", "Whether remapping of rows has failed"),
+    "DCGM_FI_PROF_SM_ACTIVE": ("gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
+    "DCGM_FI_PROF_SM_OCCUPANCY": ("gauge", "The ratio of number of warps resident on an SM."),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("gauge",
+                                        "Ratio of cycles the tensor (HMMA) pipe is active."),
+    "DCGM_FI_PROF_DRAM_ACTIVE": (
+        "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": (
+        "gauge", "The rate of data transmitted over the PCIe bus - including both protocol "
+                 "headers and data payloads - in bytes per second."),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": (
+        "gauge", "The rate of data received over the PCIe bus - including both protocol headers "
+                 "and data payloads - in bytes per second."),
+}
+
+
 @pytest.fixture
 def procs():
     started = []
@@ -91,13 +127,13 @@ def test_every_gpu_reading_with_its_labels_in_si_units(procs):
 
 def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 312.5}, health=HEALTH)]})
-    p = serve("--dcgm-compat", "--hostname", "node-a", env=env)
+    p = serve("--dcgm-compat", "--hostname", "node-a", "--label", "cluster=west", env=env)
     procs.append(p)
     time.sleep(1.2)
     m = parse(p.scrape())
-    labels = {"gpu": "0", "UUID": "GPU-00000000-0000-4000-8000-000000000000",
+    labels = {"cluster": "west", "gpu": "0", "UUID": "GPU-00000000-0000-4000-8000-000000000000",
               "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
-              "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-a",
+              "modelName": "NVIDIA H100 80GB HBM3", "hostname": "node-a", "Hostname": "node-a",
               "DCGM_FI_DRIVER_VERSION": "570.86.15"}
     assert one(m, "DCGM_FI_DEV_POWER_USAGE", **labels) == 312.5
     assert one(m, "DCGM_FI_DEV_GPU_UTIL", **labels) == 77
@@ -108,6 +144,20 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     counter_mj = one(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **labels)
     assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
     assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
+    # Exactly dcgm-exporter's labels: `hostname` as it is now, `Hostname` as it was before
+    # d5e5f51 (reference/nvml.md §3.2), so that dashboards for either version work.
+    for name in {n for n, _ in m if n.startswith("DCGM_")}:
+        for found, _ in series(m, name):
+            assert set(found) == set(labels), (name, found)
+    # HELP and TYPE as dcgm-exporter's default counters file has them (nvml.md §3.1).
+    text = p.scrape()
+    declared = dict(re.findall(r"^# TYPE (DCGM_\S+) (\S+)$", text, re.M))
+    helps = dict(re.findall(r"^# HELP (DCGM_\S+) (.*)$", text, re.M))
+    for name, (kind, help_text) in DCGM_DEFAULTS.items():
+        if name in declared:
+            assert (declared[name], helps[name]) == (kind, help_text), name
+    assert set(declared) <= set(DCGM_DEFAULTS), set(declared) - set(DCGM_DEFAULTS)
+    assert len(declared) >= 15
 
 
 def _get(p, method="GET", headers=None):

@@ -103,7 +103,7 @@ TEST(GpuMetrics, DcgmCompatUsesDcgmExportersNamesLabelsAndUnits) {
   m.fill(snap);
   const std::string t = e.text();
   const std::string l =
-      R"({gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
+      R"({gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",hostname="node-1",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_POWER_USAGE" + l + " 312.5\n")) << t;
   EXPECT_TRUE(has(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" + l + " 9000000\n"));
