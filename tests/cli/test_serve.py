@@ -392,6 +392,9 @@ def test_unreadable_rapl_counters_are_said_with_the_fix(procs):
     (["--region", "Germany"], "--region 'Germany': expected an ISO country code"),
     (["--currency", "EUR"], "--currency applies only with --price-per-kwh"),
     (["--components", "gpu,tpu"], "--components 'gpu,tpu': expected"),
+    # A value with a newline or an escape in it (found by tests/fuzz): still one line, escaped.
+    (["--region", "DE\nFR"], "--region 'DE\\nFR'"),
+    (["--lis\x1bten=1"], "'--lis\\x1bten=1'"),
 ])
 def test_bad_options_exit_2_with_one_line(args, message):
     r = joules("serve", "--backend", "sim", *args) if "--sim-gpus" not in args else \
