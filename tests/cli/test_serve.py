@@ -17,7 +17,7 @@ import urllib.request
 
 import pytest
 
-from conftest import JOULES, ROOT, SANITIZED, fake_gpus, joules, truth_j, wait_for
+from conftest import BUILD, JOULES, ROOT, SANITIZED, fake_gpus, joules, truth_j, wait_for
 from exporter_util import ADDRESS, clean_env, names, one, parse, serve, series
 
 PROMTOOL = shutil.which("promtool")
@@ -402,6 +402,24 @@ def test_bad_options_exit_2_with_one_line(args, message):
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_units_binary_and_documentation_are_what_cmake_installs(tmp):
+    unit = (ROOT / "packaging" / "joules-serve.service").read_text()
+    docs = re.search(r"^Documentation=(.*)$", unit, re.M).group(1).split()
+    binary = re.search(r"^ExecStart=(\S+) serve ", unit, re.M).group(1)
+    prefix = "/usr/local/"
+    r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(tmp)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert binary.startswith(prefix) and (tmp / binary[len(prefix):]).exists()
+    assert "man:joules(1)" in docs
+    man = (tmp / "share" / "man" / "man1" / "joules.1").read_text()
+    assert man.startswith(".TH JOULES 1") and "joules serve" in man and "max\\-connections" in man
+    for d in docs:
+        if d.startswith("file:"):
+            path = d[len("file:"):]
+            assert path.startswith(prefix) and (tmp / path[len(prefix):]).exists(), d
 
 
 def test_a_port_in_use_is_an_error_not_a_hang():
