@@ -30,7 +30,9 @@ void prometheus_endpoint::stop() {
 metrics_body prometheus_endpoint::write(std::string& tail, const metrics_request& request) {
   const mono_time begin = steady::now();
   if (request.scrape) ++scrapes_;
-  if (source_->update() || !rendered_) {
+  // A state taken but not rendered (the rendering threw) is rendered at the next scrape.
+  if (source_->update()) stale_ = true;
+  if (stale_ || !rendered_) {
     per_state_.clear_samples();
     source_->fill();
     auto text = std::make_shared<std::string>();
@@ -39,6 +41,7 @@ metrics_body prometheus_endpoint::write(std::string& tail, const metrics_request
     write_text_format(per_state_, *text);
     rendered_ = std::move(text);
     gzipped_.reset();
+    stale_ = false;
     ++renders_;
   }
   per_scrape_.clear_samples();

@@ -53,6 +53,7 @@ class prometheus_endpoint {
   // Written and read by the server thread only.
   std::shared_ptr<const std::string> rendered_;
   std::shared_ptr<const gzip_prefix> gzipped_;  // of rendered_, made on demand
+  bool stale_ = true;                           // rendered_ is not of the state taken last
   std::string tail_text_;
   std::uint64_t scrapes_ = 0;
   std::optional<double> last_scrape_s_;

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <map>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 
@@ -25,6 +26,7 @@ namespace {
 struct fake_state {
   std::atomic<int> version{1};
   std::atomic<int> fills{0};
+  std::atomic<bool> throw_once{false};
 };
 
 class fake_source : public metric_source {
@@ -42,6 +44,7 @@ class fake_source : public metric_source {
   }
   void fill() override {
     ++state_.fills;
+    if (state_.throw_once.exchange(false)) throw std::runtime_error("a snapshot went missing");
     value_->add(base_, seen_);
   }
   void fill_live(mono_time, const serving_stats& stats) override {
@@ -151,6 +154,15 @@ TEST(PrometheusEndpoint, RendersOncePerStateAndAddsATailPerScrape) {
   EXPECT_NE(decoded.find("test_scrapes_total{hostname=\"n\"} 7\n"), std::string::npos) << decoded;
   EXPECT_EQ(body_of(request(port, "GET", "Accept-Encoding: gzip;q=0\r\n")).substr(0, 6), "# HELP");
   EXPECT_EQ(state.fills.load(), 2);
+
+  // A rendering that fails is answered 500, and the state it took is rendered at the next
+  // scrape, not skipped until the state changes again.
+  state.version = 3;
+  state.throw_once = true;
+  EXPECT_TRUE(request(port, "GET").starts_with("HTTP/1.1 500 "));
+  body = body_of(request(port, "GET"));
+  EXPECT_NE(body.find("test_value{hostname=\"n\"} 3\n"), std::string::npos) << body;
+  EXPECT_EQ(state.fills.load(), 4);
   endpoint.stop();
 }
 
