@@ -16,8 +16,26 @@
 namespace joules::app {
 namespace {
 
+// One line whatever the message quotes: a value the user gave with a newline or another control
+// character in it is shown escaped (\n, \x1b), so the error stays one line (DESIGN.md, 6).
 void print_error(const std::string& what) {
-  std::fprintf(stderr, "joules: error: %s\n", what.c_str());
+  std::string line;
+  line.reserve(what.size());
+  for (const char c : what) {
+    const auto b = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += "\\n";
+    } else if (c == '\r') {
+      line += "\\r";
+    } else if (c == '\t') {
+      line += "\\t";
+    } else if (b < 0x20 || b == 0x7F) {
+      line += fmt::format("\\x{:02x}", b);
+    } else {
+      line += c;
+    }
+  }
+  std::fprintf(stderr, "joules: error: %s\n", line.c_str());
 }
 
 std::string top_help() {

@@ -359,8 +359,14 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
     // is truncated or the command started.
     exporters_ = std::make_unique<exporters>(
         settings.exports,
-        exporter::run_source({sampler_.get(), live_.get(), ctx_.devices, ctx_.backend,
-                              ctx_.subcommand, std::max(5.0, 3.0 * ctx_.interval_ms / 1000.0)}),
+        exporter::run_source(
+            {sampler_.get(), live_.get(), ctx_.devices, ctx_.backend, ctx_.subcommand,
+             std::max(5.0, 3.0 * ctx_.interval_ms / 1000.0), ctx_.carbon,
+             exporter::component_states(
+                 settings.backend.components, hw.components(),
+                 static_cast<std::size_t>(std::count_if(
+                     ctx_.devices.begin(), ctx_.devices.end(),
+                     [](const device_info& d) { return d.kind == device_kind::gpu; })))}),
         ctx_);
   }
 

@@ -19,6 +19,8 @@
 
 #include "backend/sim_backend.hpp"
 #include "cli/commands.hpp"
+#include "cli/energy_options.hpp"
+#include "cli/measure.hpp"
 #include "export/label_policy.hpp"
 #include "export/metric_source.hpp"
 #include "export/prometheus_endpoint.hpp"
@@ -30,14 +32,15 @@ namespace joules::cli {
 namespace {
 
 constexpr std::string_view kServe = "Serving";
-constexpr std::string_view kSim = "Simulated GPUs (--backend sim)";
 
 // A boundary every so often closes the accounting window, so readings older than it are
 // dropped: a node exporter runs for months in bounded memory.
 constexpr std::chrono::seconds kWindow{300};
 
-const std::vector<option_spec>& serve_options() {
-  static const std::vector<option_spec> options = {
+// The serve options, then the backend's, the components' and carbon's (shared with run and wrap:
+// cli/measure.hpp, cli/energy_options.hpp), then --help.
+std::vector<option_spec> make_serve_options() {
+  std::vector<option_spec> o = {
       {"listen", 0, "[HOST:]PORT",
        "Address of /metrics. HOST is 127.0.0.1 unless given (0.0.0.0 or [::] for every "
        "interface); port 0 picks a free port. The address is printed on stderr.",
@@ -56,19 +59,21 @@ const std::vector<option_spec>& serve_options() {
        "A label on every series (e.g. cluster=a). KEY is sanitised into a label name; one that "
        "joules sets itself is renamed label_KEY.",
        "", true, kServe},
-      {"backend", 0, "NAME",
-       "Where readings come from: auto (NVML), nvml, or sim (simulated GPUs).", "auto", false,
-       kServe},
-      {"nvml-library", 0, "PATH", "The NVML library to load.",
-       "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path", false, kServe},
-      {"sim-model", 0, "NAME", "Simulated GPU model (see joules run --help).", "h100-sxm", false,
-       kSim},
-      {"sim-gpus", 0, "N", "Number of simulated GPUs, 1 to 1024.", "8", false, kSim},
-      {"sim-profile", 0, "PROFILE", "train, idle, or a constant utilisation between 0 and 1.",
-       "train", false, kSim},
-      {"sim-tdp", 0, "W", "Board power of the simulated GPU in watts.", "the model's", false, kSim},
-      {"help", 'h', "", "Print this help and exit.", "", false, "Other"},
+      {"max-connections", 0, "N",
+       "Connections served at once, 1 to 4096. Beyond that an idle or slow one is closed to make "
+       "room, or the new one gets 503.",
+       "64", false, kServe},
   };
+  const auto append = [&o](const auto& more) { o.insert(o.end(), more.begin(), more.end()); };
+  append(backend_option_specs());
+  append(component_option_specs());
+  append(carbon_option_specs());
+  o.push_back({"help", 'h', "", "Print this help and exit.", "", false, "Other"});
+  return o;
+}
+
+const std::vector<option_spec>& serve_options() {
+  static const std::vector<option_spec> options = make_serve_options();
   return options;
 }
 
@@ -79,6 +84,8 @@ struct serve_settings {
   bool dcgm_compat = false;
   std::string hostname;
   std::vector<std::pair<std::string, std::string>> labels;
+  std::size_t max_connections = 64;
+  carbon::factors carbon;
 };
 
 std::string host_name() {
@@ -108,32 +115,22 @@ serve_settings read_serve_settings(const parsed_args& args) {
       throw usage_error(fmt::format("--label '{}': expected KEY=VALUE", label));
     s.labels.emplace_back(label.substr(0, eq), label.substr(eq + 1));
   }
-  s.backend.name = args.get("backend").value_or("auto");
-  if (s.backend.name != "auto" && s.backend.name != "nvml" && s.backend.name != "sim")
-    throw usage_error(fmt::format("--backend '{}': expected auto, nvml or sim", s.backend.name));
-  if (auto lib = args.get("nvml-library")) s.backend.nvml_library = *lib;
-  for (const char* sim_option : {"sim-model", "sim-gpus", "sim-profile", "sim-tdp"}) {
-    if (args.has(sim_option) && s.backend.name != "sim")
-      throw usage_error(fmt::format("--{} applies only with --backend sim", sim_option));
+  if (auto v = args.get("max-connections")) {
+    const auto n = parse_uint(*v, 1, 4096);
+    if (!n) {
+      throw usage_error(fmt::format(
+          "--max-connections '{}': expected a number of connections from 1 to 4096", *v));
+    }
+    s.max_connections = static_cast<std::size_t>(*n);
   }
-  if (auto m = args.get("sim-model")) s.backend.sim.model = *m;
-  if (auto n = args.get("sim-gpus")) {
-    const auto v = parse_uint(*n, 1, 1024);
-    if (!v) throw usage_error(fmt::format("--sim-gpus '{}': expected a number from 1 to 1024", *n));
-    s.backend.sim.gpus = static_cast<unsigned>(*v);
-  }
-  if (auto p = args.get("sim-profile")) {
-    s.backend.sim.profile = *p;
-    [[maybe_unused]] const sim_profile check(*p);  // throws usage_error for a bad profile
-  }
-  if (auto w = args.get("sim-tdp")) {
-    const auto v = parse_double(*w);
-    if (!v || *v <= 0.0 || *v > 5000.0)
-      throw usage_error(
-          fmt::format("--sim-tdp '{}': expected watts, more than 0 and at most 5000", *w));
-    s.backend.sim.tdp_w = *v;
-  }
+  s.backend = read_backend_options(args);
+  read_component_options(args, s.backend.components);
+  s.carbon = carbon::resolve(read_carbon_settings(args));
   return s;
+}
+
+void note(const std::string& text) {
+  std::fprintf(stderr, "joules: note: %s\n", text.c_str());
 }
 
 // SIGINT and SIGTERM (blocked in every thread since app::main) as a file descriptor.
@@ -157,15 +154,18 @@ const command_spec& serve_spec() {
       "Serves http://127.0.0.1:9400/metrics in the Prometheus text format for every GPU of the "
       "machine: power, energy, utilisation, memory, temperatures, clocks, throttle reasons, ECC "
       "and remapped rows, PCIe, GPM activity where the GPU has it; CPU package and DRAM energy "
-      "where RAPL can be read; and joules' own health (joules_up, scrapes, scrape duration). "
+      "where RAPL can be read (--components), and the state of each component; the energy in kWh "
+      "after --pue, its CO2e (--region or --carbon-intensity) and cost (--price-per-kwh), with "
+      "their provenance as labels; and joules' own health (joules_up, scrapes, scrape duration). "
       "docs/metrics.md lists every metric.\n"
-      "One thread reads the hardware at --interval; a scrape only serialises its latest "
-      "readings, so scrapers never call the driver. Runs until SIGINT or SIGTERM and exits 0. "
-      "packaging/joules-serve.service runs it under systemd.",
+      "One thread reads the hardware at --interval; the metrics are rendered once per reading "
+      "and shared by the scrapes that follow, so scrapers never call the driver. Runs until "
+      "SIGINT or SIGTERM and exits 0. packaging/joules-serve.service runs it under systemd.",
       serve_options(),
       positional_kind::none,
       "joules serve\n"
       "joules serve --listen 0.0.0.0:9400 --dcgm-compat --label cluster=a\n"
+      "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
       "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
   return spec;
 }
@@ -178,49 +178,59 @@ int serve_main(const parsed_args& args) {
   sampler readings(s.backend, options);
   const backend& hw = readings.hardware();
   for (const auto& n : hw.notices())
-    std::fprintf(stderr, "joules: note: %s\n", n.c_str());
+    note(n);
+  for (const auto& c : hw.components()) {
+    // Counters that exist but cannot be read get their fix said once, as run and wrap do.
+    if (!c.fix.empty() && c.method == energy_method::none) {
+      note(fmt::format("{} energy is not measured: {}; {}",
+                       c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
+    }
+  }
 
   std::vector<std::size_t> served;
   std::vector<device_info> devices;
   for (std::size_t i = 0; i < hw.devices().size(); ++i) {
     const device_info& d = hw.devices()[i];
     if (d.method() == energy_method::none) {
-      std::fprintf(stderr,
-                   "joules: note: %s %s has neither an energy counter nor a power reading; "
-                   "it is not served\n",
-                   d.key().c_str(), d.name.c_str());
+      note(fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
+                       d.key(), d.name));
       continue;
     }
     served.push_back(i);
     devices.push_back(d);
   }
   if (served.empty()) throw fatal_error("no device can be read (no energy counter, no power)");
+  const auto gpus = static_cast<std::size_t>(
+      std::count_if(devices.begin(), devices.end(),
+                    [](const device_info& d) { return d.kind == device_kind::gpu; }));
 
   exporter::label_set base;
   base.add("hostname", s.hostname);
   const auto user = exporter::apply_label_policy(s.labels, exporter::kExporterLabelNames);
   for (const auto& line : user.renamed)
-    std::fprintf(stderr, "joules: note: %s\n", line.c_str());
+    note(line);
   for (const auto& [k, v] : user.labels)
     base.add(k, v);
 
   const double stale_after_s =
       std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
+  exporter::http_server_options server;
+  server.address = s.listen;
+  server.max_connections = s.max_connections;
   exporter::prometheus_endpoint endpoint(
-      s.listen,
-      exporter::node_source({&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s}), base);
+      server,
+      exporter::node_source(
+          {&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
+           exporter::component_states(s.backend.components, hw.components(), gpus)}),
+      base);
   const int signals = stop_signal_fd();
 
   readings.on_window([](const window_result&) {});  // windows only bound memory here
   readings.start(served);
   readings.boundary(steady::now());
   endpoint.start();
-  const auto gpus = std::count_if(devices.begin(), devices.end(),
-                                  [](const device_info& d) { return d.kind == device_kind::gpu; });
-  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n",
-               static_cast<std::size_t>(gpus),
-               devices.size() > static_cast<std::size_t>(gpus) ? " and CPU/DRAM" : "",
-               endpoint.address().text().c_str());
+  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n", gpus,
+               devices.size() > gpus ? " and CPU/DRAM" : "", endpoint.address().text().c_str());
   std::fflush(stderr);
 
   mono_time next_boundary = steady::now() + kWindow;

@@ -268,12 +268,15 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
     for (const auto* type : {"correctable", "uncorrectable"})
       g.remapped.push_back(g.labels.with("type", type));
     if (dcgm_compat) {
-      // dcgm-exporter's line template (nvml.md §3.2), then the user's labels.
+      // dcgm-exporter's line template (nvml.md §3.2), then the user's labels.  The host is
+      // `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
+      // that dashboards for either version select on it.
       label_set l{{"gpu", std::to_string(d.index)},
                   {"UUID", d.key()},
                   {"pci_bus_id", d.pci_bus_id},
                   {"device", fmt::format("nvidia{}", d.index)},
                   {"modelName", d.name},
+                  {"hostname", host},
                   {"Hostname", host},
                   {"DCGM_FI_DRIVER_VERSION", meta.driver_version}};
       g.dcgm = joined(std::move(l), user);

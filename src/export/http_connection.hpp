@@ -3,6 +3,7 @@
 // on it.  Policy (what to answer, when to give up) stays in http_server.cpp.  Internal.
 
 #include <cstddef>
+#include <memory>
 #include <string>
 #include <string_view>
 
@@ -26,8 +27,13 @@ struct connection {
   std::string in;
   std::size_t resume = 0;    // where parse_request stopped looking in `in`
   std::size_t consumed = 0;  // bytes of `in` the response being written answers
+  // The response being written, in this order: `out` (the head, or a whole fixed response), the
+  // shared metrics body, and this request's `tail`.
   std::string out;
-  std::size_t written = 0;
+  std::shared_ptr<const std::string> body;
+  std::string tail;
+  std::size_t written = 0;      // bytes of the three sent so far
+  std::size_t send_buffer = 0;  // SO_SNDBUF as the kernel reports it
   mono_time deadline{};
   mono_time waiting_since{};  // when it began to wait for the current request, or lingering
   unsigned requests = 0;
@@ -47,8 +53,19 @@ enum class io_status {
 // One recv() of at most `max_bytes`, appended to c.in.
 io_status receive(connection& c, std::size_t max_bytes);
 
-// Sends c.out from c.written on until it is all sent or the socket is full.
+// Bytes of the response: out, body and tail.
+std::size_t response_size(const connection& c);
+
+// Raises the socket's send buffer to hold the whole response when it is smaller, so that one
+// send usually takes it all (loopback sockets start large; over a network they start near 64 KiB).
+void fit_send_buffer(connection& c);
+
+// Sends the response from c.written on, with sendmsg() over its parts (no copy), until it is
+// all sent or the socket is full.
 io_status send_pending(connection& c);
+
+// Forgets the response just sent, keeping the buffers' capacity.
+void clear_response(connection& c);
 
 // Shuts our side down and starts lingering until `deadline`.
 void start_lingering(connection& c, mono_time now, mono_time deadline);

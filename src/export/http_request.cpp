@@ -1,6 +1,7 @@
 #include "export/http_request.hpp"
 
 #include <algorithm>
+#include <optional>
 
 namespace joules::exporter::http {
 namespace {
@@ -82,7 +83,43 @@ struct field_state {
   bool has_transfer_encoding = false;
   bool connection_close = false;
   bool connection_keep_alive = false;
+  // Accept-Encoding: the weight given to gzip (or x-gzip) and to "*", when listed.
+  std::optional<bool> gzip_ok;
+  std::optional<bool> any_ok;
 };
+
+// Whether a weight ("q=0.5", "Q=0") is above zero; a malformed one counts as zero.
+bool weight_above_zero(std::string_view params) {
+  while (!params.empty()) {
+    const std::size_t semi = params.find(';');
+    const std::string_view p = trim_ows(params.substr(0, semi));
+    params = semi == npos ? std::string_view() : params.substr(semi + 1);
+    if (p.size() < 2 || !iequals(p.substr(0, 2), "q=")) continue;
+    const std::string_view q = p.substr(2);
+    // qvalue = ( "0" [ "." 0*3DIGIT ] ) / ( "1" [ "." 0*3("0") ] )  (RFC 9110 §12.4.2)
+    if (q.empty() || q.size() > 5 || (q.size() > 1 && q[1] != '.')) return false;
+    if (q[0] == '1') return true;
+    if (q[0] != '0') return false;
+    return q.size() > 2 && q.substr(2).find_first_of("123456789") != npos;
+  }
+  return true;  // no weight: 1
+}
+
+void parse_accept_encoding(std::string_view value, field_state& st) {
+  while (!value.empty()) {
+    const std::size_t comma = value.find(',');
+    const std::string_view element = trim_ows(value.substr(0, comma));
+    value = comma == npos ? std::string_view() : value.substr(comma + 1);
+    const std::size_t semi = element.find(';');
+    const std::string_view coding = trim_ows(element.substr(0, semi));
+    const bool ok = semi == npos || weight_above_zero(element.substr(semi + 1));
+    if (iequals(coding, "gzip") || iequals(coding, "x-gzip")) {
+      st.gzip_ok = st.gzip_ok.value_or(false) || ok;
+    } else if (coding == "*") {
+      st.any_ok = st.any_ok.value_or(false) || ok;
+    }
+  }
+}
 
 // One field line; returns 0, or the error status.
 int parse_field(std::string_view line, field_state& st) {
@@ -115,6 +152,8 @@ int parse_field(std::string_view line, field_state& st) {
       if (iequals(option, "keep-alive")) st.connection_keep_alive = true;
       rest = comma == npos ? std::string_view() : rest.substr(comma + 1);
     }
+  } else if (iequals(name, "accept-encoding")) {
+    parse_accept_encoding(value, st);
   }
   return 0;
 }
@@ -204,6 +243,7 @@ parse_result parse_request(std::string_view buf, const parser_limits& limits, st
 
   r.head.keep_alive = r.head.version_minor == 1 ? !st.connection_close
                                                 : st.connection_keep_alive && !st.connection_close;
+  r.head.accepts_gzip = st.gzip_ok ? *st.gzip_ok : st.any_ok.value_or(false);
   r.status = parse_status::complete;
   r.consumed = end;
   return r;

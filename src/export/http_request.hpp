@@ -30,6 +30,9 @@ struct request_head {
   std::string_view path;       // target without scheme, authority and query: "/metrics"
   unsigned version_minor = 1;  // HTTP/1.0 or HTTP/1.1
   bool keep_alive = true;      // 1.1 unless `Connection: close`; 1.0 only with keep-alive
+  // Accept-Encoding lists gzip (or x-gzip, or "*" without gzip) with a weight above 0
+  // (RFC 9110 §12.5.3); Prometheus sends `Accept-Encoding: gzip`.
+  bool accepts_gzip = false;
 };
 
 struct parse_result {

@@ -48,6 +48,8 @@ void append_response_head(std::string& out, const response_head& h, std::string_
   out += "Content-Type: ";
   out += h.content_type;
   fmt::format_to(std::back_inserter(out), "\r\nContent-Length: {}\r\n", h.content_length);
+  if (h.gzip) out += "Content-Encoding: gzip\r\n";
+  if (h.vary_accept_encoding) out += "Vary: Accept-Encoding\r\n";
   out += "Date: ";
   out += date;
   out += "\r\n";

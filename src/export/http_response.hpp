@@ -40,6 +40,8 @@ struct response_head {
   bool close = false;       // sends `Connection: close`; the server closes after writing
   bool keep_alive = false;  // sends `Connection: keep-alive`, which an HTTP/1.0 client needs
   bool allow = false;       // sends `Allow: GET, HEAD` (405)
+  bool gzip = false;        // sends `Content-Encoding: gzip`
+  bool vary_accept_encoding = false;  // sends `Vary: Accept-Encoding` (the body depends on it)
 };
 
 // Appends the status line and header fields, ending with the empty line, as HTTP/1.1.

@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <climits>
 #include <exception>
+#include <stdexcept>
 #include <stop_token>
 #include <thread>
 #include <vector>
@@ -60,7 +61,6 @@ struct http_server::impl {
   detail::listening_socket listener;
   unique_fd wake;  // an eventfd: stop() writes it to end poll()
   std::vector<connection> conns;
-  std::string body;  // the writer's buffer, reused by every scrape
   std::string date;
   std::int64_t date_second = -1;
   mono_time accept_paused_until{};
@@ -166,7 +166,11 @@ void http_server::impl::accept_all(mono_time now) {
     // Responses go out in one write; Nagle would only hold back the tail of a large one.
     const int one = 1;
     ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    int send_buffer = 0;
+    socklen_t len = sizeof send_buffer;
+    ::getsockopt(fd.get(), SOL_SOCKET, SO_SNDBUF, &send_buffer, &len);
     connection& c = conns.emplace_back();
+    c.send_buffer = static_cast<std::size_t>(std::max(send_buffer, 0));
     c.fd = std::move(fd);
     c.deadline = now + options.request_timeout;
     c.waiting_since = now;
@@ -230,7 +234,7 @@ void http_server::impl::read_input(connection& c, mono_time now) {
 bool http_server::impl::try_serve(connection& c, mono_time now) {
   const http::parse_result r = http::parse_request(c.in, options.limits, &c.resume);
   if (r.status == http::parse_status::incomplete) return false;
-  c.out.clear();
+  detail::clear_response(c);
   if (r.status == http::parse_status::error) {
     ++errors;
     c.close_after = true;
@@ -256,32 +260,44 @@ void http_server::impl::respond(connection& c, const http::request_head& head) {
     http::append_error_response(c.out, status, current_date(), head_only);
     return;
   }
-  std::string_view content = http::kIndexBody;
   http::response_head h;
-  h.content_type = http::kIndexContentType;
-  if (route == http::route::metrics) {
-    body.clear();
-    const mono_time t0 = steady::now();
-    try {
-      writer(body);
-    } catch (...) {
-      // Nothing of the exception reaches the client; the error count tells the operator.
-      ++errors;
-      c.close_after = true;
-      http::append_error_response(c.out, 500, current_date(), head_only);
-      return;
-    }
+  h.close = c.close_after;
+  h.keep_alive = !c.close_after && head.version_minor == 0;
+  if (route == http::route::index) {
+    h.content_type = http::kIndexContentType;
+    h.content_length = http::kIndexBody.size();
+    http::append_response_head(c.out, h, current_date());
+    if (!head_only) c.out += http::kIndexBody;
+    return;
+  }
+  const mono_time t0 = steady::now();
+  metrics_body body;
+  try {
+    body = writer(c.tail, metrics_request{!head_only, head.accepts_gzip});
+    if (!body.shared) throw std::logic_error("no metrics");
+  } catch (...) {
+    // Nothing of the exception reaches the client; the error count tells the operator.
+    ++errors;
+    c.close_after = true;
+    c.tail.clear();
+    http::append_error_response(c.out, 500, current_date(), head_only);
+    return;
+  }
+  if (!head_only) {
     last_scrape_ns =
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count();
     ++scrapes;
-    content = body;
-    h.content_type = kTextFormatContentType;
   }
-  h.content_length = content.size();
-  h.close = c.close_after;
-  h.keep_alive = !c.close_after && head.version_minor == 0;
+  h.content_type = kTextFormatContentType;
+  h.content_length = body.shared->size() + c.tail.size();
+  h.gzip = body.gzip;
+  h.vary_accept_encoding = true;
   http::append_response_head(c.out, h, current_date());
-  if (!head_only) c.out += content;
+  if (head_only) {
+    c.tail.clear();
+  } else {
+    c.body = std::move(body.shared);  // shared: sent from where it lies
+  }
 }
 
 void http_server::impl::begin_write(connection& c, mono_time now) {
@@ -289,6 +305,7 @@ void http_server::impl::begin_write(connection& c, mono_time now) {
   c.mid_request = false;  // the request is in; what can go wrong now is the response
   c.written = 0;
   c.deadline = now + options.write_timeout;
+  detail::fit_send_buffer(c);
   flush(c, now);  // most responses fit the socket buffer: no need to wait for POLLOUT
 }
 
@@ -304,7 +321,7 @@ void http_server::impl::flush(connection& c, mono_time now) {
   c.in.erase(0, c.consumed);
   c.consumed = 0;
   c.resume = 0;
-  c.out.clear();
+  detail::clear_response(c);
   c.state = phase::reading;
   c.mid_request = !c.in.empty();
   c.deadline = now + (c.mid_request ? options.request_timeout : options.idle_timeout);

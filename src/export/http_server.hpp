@@ -12,7 +12,12 @@
 //     so a client sending a byte a second (slowloris) is dropped; idle keep-alive connections
 //     within idle_timeout;
 //   - responses are written without blocking and within write_timeout: a client that never
-//     reads holds one response in memory and one connection slot, and delays no one else;
+//     reads holds one response (a reference to the shared body, its own head and tail) and one
+//     connection slot, and delays no one else;
+//   - /metrics is gzip-encoded when the request accepts it (as Prometheus' does), at no
+//     compression cost per scrape (the shared body is compressed once);
+//   - a response goes out with one sendmsg() of head, shared body and tail; the socket's send
+//     buffer is raised to the response's size where it is smaller, so that it usually fits;
 //   - at most max_connections at once: beyond that one is closed to make room (one that has
 //     had its last response, else an idle keep-alive one, else the one that has dribbled a
 //     request the longest, for over a second), or else the new one gets a 503 and is closed
@@ -35,10 +40,22 @@
 
 namespace joules::exporter {
 
-// Appends the exposition to `body`, which comes empty (its capacity kept from the last scrape).
-// Runs on the server thread, one scrape at a time: it must serialise the sampler's latest
-// snapshot and never call hardware.  An exception from it is answered with 500.
-using metrics_writer = std::function<void(std::string& body)>;
+// What GET /metrics answers: a body shared by every scrape of the same readings (rendered once
+// and sent from where it lies, never copied per scrape), then a tail of a few bytes made for this
+// request (its own counters), appended by the writer to `tail`, which comes empty.  With gzip, body
+// and tail together are one gzip member (gzip_member.hpp), sent with `Content-Encoding: gzip`.
+struct metrics_request {
+  bool scrape = true;  // false for HEAD: the head only, and not a scrape
+  bool gzip = false;   // the client accepts gzip (Accept-Encoding)
+};
+struct metrics_body {
+  std::shared_ptr<const std::string> shared;  // never null
+  bool gzip = false;                          // shared + tail are gzip-encoded
+};
+// Runs on the server thread, one request at a time: it must serialise the sampler's latest
+// snapshot (or reuse the body serialised from it) and never call hardware.  An exception from it
+// is answered with 500.
+using metrics_writer = std::function<metrics_body(std::string& tail, const metrics_request& r)>;
 
 struct http_server_options {
   listen_address address{std::string(kDefaultListenHost), 0};
@@ -52,11 +69,11 @@ struct http_server_options {
 };
 
 struct http_server_stats {
-  std::uint64_t scrapes_served = 0;  // /metrics answered, GET or HEAD
+  std::uint64_t scrapes_served = 0;  // GET /metrics answered (HEAD is not a scrape)
   std::uint64_t request_errors = 0;  // answered 4xx/5xx, or dropped mid-request (timeout, reset)
   std::uint64_t connections_accepted = 0;
   std::uint64_t connections_refused = 0;             // over max_connections with none idle to close
-  std::chrono::nanoseconds last_scrape_duration{0};  // the metrics_writer's last call
+  std::chrono::nanoseconds last_scrape_duration{0};  // the metrics_writer's last call for a GET
 };
 
 class http_server {

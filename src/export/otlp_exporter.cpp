@@ -17,7 +17,7 @@ std::int64_t unix_nano_now() {
 
 otlp_exporter::otlp_exporter(otlp_options options, const source_factory& source)
     : options_(std::move(options)),
-      source_(source(exposition_, label_set{})),
+      source_(source(exposition_, exposition_, label_set{})),
       start_unix_nano_(unix_nano_now()) {}
 
 otlp_exporter::~otlp_exporter() {
@@ -46,8 +46,11 @@ otlp_stats otlp_exporter::stats() const {
 }
 
 void otlp_exporter::collect() {
+  // Every family at every push: OTLP has no shared body to reuse.
+  source_->update();
   exposition_.clear_samples();
-  source_->fill(steady::now(), serving_stats{});
+  source_->fill();
+  source_->fill_live(steady::now(), serving_stats{});
   otlp_batch_info info;
   info.resource = options_.resource;
   info.time_unix_nano = unix_nano_now();

@@ -15,7 +15,8 @@ bool ends_with(std::string_view s, std::string_view suffix) {
 
 // Families whose values count things, written asInt when every value is whole.
 bool counts_things(std::string_view name) {
-  for (std::string_view unit : {"_joules_total", "_seconds_total"}) {
+  for (std::string_view unit :
+       {"_joules_total", "_seconds_total", "_kwh_total", "_grams_total", "_cost_total"}) {
     if (ends_with(name, unit)) return false;
   }
   for (std::string_view suffix : {"_total", "_info", "_bytes", "_steps", "_step"}) {
@@ -78,15 +79,17 @@ std::string_view otlp_unit(std::string_view name) {
     std::string_view suffix;
     std::string_view unit;
   };
-  constexpr std::array<suffix_unit, 9> kUnits = {{{"_watts", "W"},
-                                                  {"_joules", "J"},
-                                                  {"_seconds", "s"},
-                                                  {"_bytes_per_second", "By/s"},
-                                                  {"_bytes", "By"},
-                                                  {"_celsius", "Cel"},
-                                                  {"_hertz", "Hz"},
-                                                  {"_ratio", "1"},
-                                                  {"_grams", "g"}}};
+  constexpr std::array<suffix_unit, 11> kUnits = {{{"_watts", "W"},
+                                                   {"_joules", "J"},
+                                                   {"_seconds", "s"},
+                                                   {"_bytes_per_second", "By/s"},
+                                                   {"_bytes", "By"},
+                                                   {"_celsius", "Cel"},
+                                                   {"_hertz", "Hz"},
+                                                   {"_ratio", "1"},
+                                                   {"_grams", "g"},
+                                                   {"_grams_per_kwh", "g/kW.h"},
+                                                   {"_kwh", "kW.h"}}};
   for (const auto& u : kUnits) {
     if (ends_with(name, u.suffix)) return u.unit;
   }

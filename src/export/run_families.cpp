@@ -134,7 +134,8 @@ void run_families::fill(const sampler_snapshot* snap, const run_state& state) {
       if (devices_[k].kind == device_kind::gpu)
         gpu_energy_->add(gpu_[k], monotone(k + 1, *energy[k]));
     }
-    energy_->add(base_, monotone(0, state.finished ? state.windows_energy_j : total));
+    energy_j_ = monotone(0, state.finished ? state.windows_energy_j : total);
+    energy_->add(base_, *energy_j_);
     for (std::size_t c = 0; c < component_.size(); ++c) {
       if (by_component[c])
         component_energy_->add(component_[c], monotone(n + 1 + c, *by_component[c]));

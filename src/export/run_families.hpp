@@ -33,6 +33,10 @@ class run_families {
   // `snap` may be null (no reading yet).
   void fill(const sampler_snapshot* snap, const run_state& state);
 
+  // The value of joules_run_energy_joules_total at the last fill, in joules; unknown before the
+  // first reading.
+  std::optional<double> energy_j() const { return energy_j_; }
+
  private:
   double monotone(std::size_t slot, double value);
 
@@ -42,6 +46,7 @@ class run_families {
   std::vector<label_set> gpu_;        // per device (GPUs only get per-device series)
   std::vector<label_set> component_;  // gpu, cpu, dram
   std::vector<double> last_counter_;  // per counter slot: 0 = run, then devices, then components
+  std::optional<double> energy_j_;
 
   metric_family* info_;
   metric_family* energy_;

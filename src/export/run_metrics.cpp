@@ -17,6 +17,7 @@ void run_metrics::set_started(mono_time t, std::vector<double> energy_j) {
   std::lock_guard lock(mu_);
   state_.started = t;
   state_.start_energy_j = std::move(energy_j);
+  changed();
 }
 
 void run_metrics::add_window(const window_result& w) {
@@ -28,12 +29,14 @@ void run_metrics::add_window(const window_result& w) {
     if (w.devices[d].energy_uj)
       state_.gpu_windows_energy_j[d] += static_cast<double>(*w.devices[d].energy_uj) * 1e-6;
   }
+  changed();
 }
 
 void run_metrics::finish(double duration_s) {
   std::lock_guard lock(mu_);
   state_.finished = true;
   state_.finished_duration_s = duration_s;
+  changed();
 }
 
 void run_metrics::add_step(std::uint64_t step, std::uint64_t steps,
@@ -60,6 +63,7 @@ void run_metrics::add_step(std::uint64_t step, std::uint64_t steps,
   deviation.resize(state_.gpu_step_deviation.size());
   state_.gpu_last_step_energy_j = std::move(per_step);
   state_.gpu_step_deviation = std::move(deviation);
+  changed();
 }
 
 void run_metrics::set_training_metrics(std::span<const steps::metric> metrics) {
@@ -73,11 +77,17 @@ void run_metrics::set_training_metrics(std::span<const steps::metric> metrics) {
       state_.training.emplace_back(m.name, m.value);
     }
   }
+  changed();
 }
 
 void run_metrics::set_prediction(const joules::prediction& p) {
   std::lock_guard lock(mu_);
   state_.prediction = p;
+  changed();
+}
+
+void run_metrics::changed() {
+  version_.fetch_add(1, std::memory_order_release);
 }
 
 run_state run_metrics::read() const {

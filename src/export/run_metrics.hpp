@@ -13,6 +13,7 @@
 // Thread-safety: every member function may be called from any thread.  A setter holds a mutex
 // for a few copies; read() returns a copy, so a scrape never holds it while serialising.
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -84,11 +85,16 @@ class run_metrics {
   void set_prediction(const joules::prediction& p);
 
   run_state read() const;
+  // Grows by one or more at every change: a reader that saw the same version has the same state.
+  std::uint64_t version() const { return version_.load(std::memory_order_acquire); }
 
  private:
+  void changed();  // with mu_ held
+
   std::vector<bool> is_gpu_;
   mutable std::mutex mu_;
   run_state state_;
+  std::atomic<std::uint64_t> version_{0};  // written under mu_, after the state
 };
 
 }  // namespace joules::exporter

@@ -2,7 +2,13 @@
 // joules' own health, next to what it measures: `joules_up`, the build, how many scrapes it has
 // served and how long the last one took, and how fresh its readings are.
 //
-// Thread-safety: none; one per exposition, used by the thread that owns it.
+// Two kinds of family, on two expositions: those that change only with the readings (the build,
+// the sampler's rounds), rendered once per snapshot with the other metrics; and those that
+// change at every scrape (up, scrapes, scrape duration, age of the readings), rendered for each
+// response into its small tail.  Each family is on one exposition only, so a response made of
+// both still has every family once.
+//
+// Thread-safety: none; one per pair of expositions, used by the thread that owns them.
 
 #include <cstdint>
 #include <optional>
@@ -17,16 +23,19 @@ namespace joules::exporter {
 // What the serving side knows about itself at a fill.
 struct serving_stats {
   std::uint64_t scrapes = 0;                  // including the one being served
-  std::optional<double> last_scrape_seconds;  // the previous scrape's fill and serialisation
+  std::optional<double> last_scrape_seconds;  // the previous scrape's time to make its response
 };
 
 class self_metrics {
  public:
   // `stale_after_s`: a snapshot older than this makes joules_up 0 (the sampler is stuck).
-  self_metrics(exposition& e, const label_set& base, const backend_meta& meta,
-               double stale_after_s);
+  self_metrics(exposition& per_reading, exposition& per_scrape, const label_set& base,
+               const backend_meta& meta, double stale_after_s);
 
-  void fill(const sampler_snapshot* snap, mono_time now, const serving_stats& stats);
+  // The families of `per_reading`, from `snap` (null before the first reading).
+  void fill(const sampler_snapshot* snap);
+  // The families of `per_scrape`, at `now`, for readings `snap`.
+  void fill_live(const sampler_snapshot* snap, mono_time now, const serving_stats& stats);
 
  private:
   label_set base_;

@@ -4,9 +4,15 @@ resource/v1/resource.proto, collector/metrics/v1/metrics_service.proto), as the 
 JSON rules apply them: lowerCamelCase field names, enums as integers, 64-bit integers as
 decimal strings (numbers accepted too, as proto3 JSON parsers do), one member of a oneof.
 
-validate(request) raises AssertionError naming the path of the first problem.  When the
-`opentelemetry-proto` package is importable (pip install opentelemetry-proto), parse_with_protobuf()
-also parses the request with protobuf's own JSON parser, which rejects unknown fields."""
+validate(request) raises AssertionError naming the path of the first problem.
+parse_with_protobuf() also parses the request with protobuf's own JSON parser and the classes of
+the `opentelemetry-proto` package, which reject unknown fields and wrong types; the package comes
+from build/test-venv, made by `scripts/install-deps test` (make test runs it), and a missing one
+fails the test with what to run."""
+import pathlib
+import sys
+
+TEST_VENV = pathlib.Path(__file__).resolve().parents[2] / "build" / "test-venv"
 
 U32, U64, S64, F64, BOOL, STR, BYTES = "uint32", "fixed64", "int64", "double", "bool", "string", "bytes"
 
@@ -99,13 +105,26 @@ def validate(request):
                     assert "timeUnixNano" in p, ("a point without a time", m["name"])
 
 
-def parse_with_protobuf(body):
-    """Parses `body` with opentelemetry-proto; returns the message, or None if not installed."""
+def _protobuf_modules():
+    """json_format and metrics_service_pb2, from build/test-venv (ahead of anything the system
+    has, so that the pinned versions are the ones used)."""
+    site = TEST_VENV / "lib" / f"python{sys.version_info[0]}.{sys.version_info[1]}" / "site-packages"
+    if site.is_dir() and str(site) not in sys.path:
+        sys.path.insert(0, str(site))
     try:
         from google.protobuf import json_format
         from opentelemetry.proto.collector.metrics.v1 import metrics_service_pb2
-    except ImportError:
-        return None
+    except ImportError as e:
+        raise AssertionError(f"opentelemetry-proto is not importable ({e}) from {site}: run "
+                             "scripts/install-deps test") from e
+    return json_format, metrics_service_pb2
+
+
+def parse_with_protobuf(body):
+    """Parses `body` as an ExportMetricsServiceRequest with protobuf's JSON parser; returns the
+    message.  Raises ParseError on an unknown field or a wrong type, AssertionError when
+    opentelemetry-proto cannot be imported."""
+    json_format, metrics_service_pb2 = _protobuf_modules()
     msg = metrics_service_pb2.ExportMetricsServiceRequest()
     json_format.Parse(body, msg)  # raises ParseError on an unknown field or a wrong type
     return msg

@@ -1,32 +1,22 @@
 """dashboards/joules.json queries only metrics that joules really exposes: every name in its
 PromQL (panels and variables) must appear in real /metrics output of `joules serve` (fake NVML
-with health, RAPL from a powercap fixture, --dcgm-compat) or of `joules run|wrap --prometheus`."""
+with health, RAPL from a powercap fixture, --dcgm-compat, a region and a price) or of
+`joules wrap --prometheus` (the toy trainer printing step lines, a region and a price), and
+every label a panel selects on must be on that metric there, with the value it asks for."""
 import json
 import re
-import subprocess
-import time
 
-import pytest
-
-from conftest import BUILD, ROOT, fake_gpus
-from exporter_util import Process, names
+from conftest import ROOT, TRAINER, fake_gpus, wait_for
+from exporter_util import Process, parse
 
 DASHBOARD = ROOT / "dashboards" / "joules.json"
-PRINT = BUILD / "tests" / "joules_exposition_print"
 METRIC = re.compile(r"\b((?:joules|DCGM)_[A-Za-z0-9_]+)\b")
-
-# The step, training and prediction families of a wrapped run: until wrap calls run_metrics'
-# setters (src/export/run_metrics.hpp), they are checked against the same families filled through
-# those setters by tests/fixtures/exposition_print.cpp (wrap-steps) instead of wrap's output.
-STEP_FAMILIES = {"joules_run_last_step_energy_joules", "joules_run_last_step_duration_seconds",
-                 "joules_run_gpu_step_energy_deviation_ratio",
-                 "joules_run_gpu_last_step_energy_joules", "joules_run_training_metric",
-                 "joules_run_predicted_energy_joules", "joules_run_predicted_remaining_seconds",
-                 "joules_run_predicted_duration_seconds", "joules_run_last_step",
-                 "joules_run_total_steps", "joules_run_predicted_total_steps"}
+# name{label="value", label=~"regex", label!="value"}: the matchers of one selector.
+SELECTOR = re.compile(r"\b((?:joules|DCGM)_[A-Za-z0-9_]+)\{([^}]*)\}")
+MATCHER = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!~|!=|=)\s*"([^"]*)"')
 
 
-def queried_names():
+def queried():
     d = json.loads(DASHBOARD.read_text())
     exprs = [t["expr"] for p in d["panels"] for t in p.get("targets", [])]
     exprs += [v["definition"] for v in d["templating"]["list"] if "definition" in v]
@@ -44,41 +34,82 @@ def test_the_dashboard_is_valid_grafana_json_with_unique_ids():
             assert t["datasource"]["uid"] == "${datasource}"
     titles = " ".join(p["title"] for p in d["panels"]).lower()
     for topic in ("node power", "energy per run", "energy per step", "straggler", "throttl",
-                  "joules up"):
+                  "joules up", "co2e", "cost", "components"):
         assert topic in titles, topic
 
 
-def test_every_metric_the_dashboard_queries_exists_in_real_output(tmp):
-    wanted, exprs = queried_names()
-    assert {"joules_gpu_power_watts", "joules_run_energy_joules_total",
-            "joules_run_gpu_step_energy_deviation_ratio",
-            "joules_gpu_throttle_reason_active"} <= wanted
+def real_output(tmp):
+    """{name: [labels dict]} of every series in a scrape of serve and of a wrapped training."""
+    seen = {}
+
+    def add(text):
+        for (name, labels), _ in parse(text).items():
+            seen.setdefault(name, []).append(dict(labels))
 
     health = {"gpu_util_percent": 50, "clocks_event_reasons": 4, "tensor_util_percent": 20.0,
               "ecc_uncorrected": 1, "remapped_rows_corrected": 1}
     env, _ = fake_gpus({"devices": [{"architecture": "hopper", "health": health,
                                      "power": {"type": "constant", "watts": 300}}]})
     env["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram")
-    seen = set()
-    node = Process("serve", "--listen", "127.0.0.1:0", "--dcgm-compat", env=env)
+    node = Process("serve", "--listen", "127.0.0.1:0", "--dcgm-compat", "--region", "DE",
+                   "--price-per-kwh", "0.3", "--currency", "EUR", env=env)
     try:
-        time.sleep(1.3)
-        node.scrape()
-        seen |= names(node.scrape())
+        # GPM ratios need two readings, energy one tick: wait for the first full scrape.
+        assert wait_for(lambda: {"joules_gpu_utilization_ratio", "joules_gpu_tensor_active_ratio",
+                                 "joules_gpu_energy_joules_total"} <= {n for n, _ in parse(
+                                     node.scrape())}, timeout=10, step=0.1)
+        add(node.scrape())
     finally:
         node.kill()
-    for sub in ("run", "wrap"):
-        env, _ = fake_gpus({"devices": [{"architecture": "hopper"}, {"architecture": "hopper"}]})
-        r = Process(sub, "--prometheus", "0", "--", "sleep", "1.5", env=env)
-        try:
-            time.sleep(0.8)
-            seen |= names(r.scrape())
-        finally:
-            r.kill()
-    missing = wanted - seen
-    steps = subprocess.run([str(PRINT), "wrap-steps"], capture_output=True, text=True,
-                           check=True).stdout
-    assert missing <= STEP_FAMILIES, sorted(missing - STEP_FAMILIES)
-    assert missing <= names(steps), sorted(missing - names(steps))
+
+    # Two GPUs, one drawing more: the per-GPU deviation is there and not zero.
+    env, _ = fake_gpus({"devices": [{"architecture": "hopper",
+                                     "power": {"type": "constant", "watts": w}}
+                                    for w in (300, 400)]})
+    run = Process("wrap", "--prometheus", "0", "--run-id", "dash-1", "--region", "FR",
+                  "--price-per-kwh", "0.2", "--", TRAINER, "--steps", "400", "--step-ms", "30",
+                  "--setup-ms", "50", "--eval-every", "10", "--eval-ms", "30", env=env)
+    try:
+        # Steps, evaluation and a prediction are in once val_loss and the prediction show.
+        def ready():
+            text = run.scrape()
+            return ("joules_run_predicted_energy_joules" in text and 'metric="val_loss"' in text
+                    and "joules_run_gpu_step_energy_deviation_ratio" in text)
+
+        assert wait_for(ready, timeout=30, step=0.2)
+        add(run.scrape())
+    finally:
+        run.kill()
+    return seen
+
+
+def test_every_metric_and_label_the_dashboard_queries_is_in_real_output(tmp):
+    wanted, exprs = queried()
+    assert {"joules_gpu_power_watts", "joules_run_energy_joules_total",
+            "joules_run_gpu_step_energy_deviation_ratio", "joules_run_training_metric",
+            "joules_run_predicted_energy_joules", "joules_run_co2e_grams_total",
+            "joules_node_co2e_grams_total", "joules_component_status",
+            "joules_gpu_throttle_reason_active"} <= wanted
+    seen = real_output(tmp)
+    missing = wanted - set(seen)
+    assert not missing, sorted(missing)
     # And the check has teeth: a misspelt name is caught.
-    assert "joules_gpu_power_watt" not in seen | names(steps)
+    assert "joules_gpu_power_watt" not in seen
+
+    for expr in exprs:
+        for name, body in SELECTOR.findall(expr):
+            for label, op, value in MATCHER.findall(body):
+                if value.startswith("$"):  # a dashboard variable: $hostname, $run_id
+                    assert any(label in s for s in seen[name]), (name, label)
+                    continue
+                values = {s.get(label, "") for s in seen[name]}
+                if op == "=":
+                    assert value in values, (expr, label, value, values)
+                elif op == "=~":
+                    assert any(re.fullmatch(value, v) for v in values), (expr, label, values)
+                elif op == "!=":
+                    assert values - {value}, (expr, label, values)
+    # The wrapped run carries the step families with the run's id (the $run_id selectors).
+    for name in ("joules_run_last_step_energy_joules", "joules_run_steps_total",
+                 "joules_run_gpu_last_step_energy_joules", "joules_run_training_metric"):
+        assert all(s["run_id"] == "dash-1" for s in seen[name]), name

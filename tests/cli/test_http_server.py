@@ -135,7 +135,7 @@ def test_metrics_index_and_head(server):
     assert b'href="/metrics"' in body
 
     stats = srv.stop()
-    assert stats["scrapes"] == 2 and stats["errors"] == 0
+    assert stats["scrapes"] == 1 and stats["errors"] == 0  # HEAD is not a scrape
     assert stats["last_scrape_ns"] > 0
 
 

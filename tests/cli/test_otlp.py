@@ -122,7 +122,9 @@ def test_payloads_carry_the_runs_metrics_names_values_and_attributes(tmp, collec
         assert headers["Content-Type"] == "application/json"
         assert headers["Authorization"] == "Bearer t0k"
         validate(p)
-        parse_with_protobuf(body)  # also checked by protobuf itself when opentelemetry-proto is there
+        msg = parse_with_protobuf(body)  # and by protobuf itself, with opentelemetry-proto's classes
+        metrics = msg.resource_metrics[0].scope_metrics[0].metrics
+        assert {m.name for m in metrics} == set(metrics_of(p))
         resource = attrs(p["resourceMetrics"][0]["resource"]["attributes"])
         assert resource["service.name"] == "joules"
         assert resource["joules.run_id"] == "otlp-1"
@@ -156,6 +158,24 @@ def test_payloads_carry_the_runs_metrics_names_values_and_attributes(tmp, collec
     assert stats["batches"] == len(payloads) == stats["exported"]
     assert stats["failed"] == 0 and stats["dropped"] == 0 and stats["retries"] == 0
     assert "OTLP" not in r.stderr
+
+
+def test_protobuf_rejects_what_joules_must_never_send():
+    """The protobuf check has teeth: a field OTLP does not have, or a wrong type, is refused."""
+    from google.protobuf.json_format import ParseError
+
+    good = {"resourceMetrics": [{"scopeMetrics": [{"metrics": [
+        {"name": "joules_up", "gauge": {"dataPoints": [
+            {"timeUnixNano": "1700000000000000000", "asDouble": 1.0}]}}]}]}]}
+    assert parse_with_protobuf(json.dumps(good)).resource_metrics[0].scope_metrics[0].metrics
+    bad_field = json.loads(json.dumps(good))
+    bad_field["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["unitt"] = "W"
+    bad_type = json.loads(json.dumps(good))
+    bad_type["resourceMetrics"][0]["scopeMetrics"][0]["metrics"][0]["gauge"]["dataPoints"][0][
+        "timeUnixNano"] = "soon"
+    for bad in (bad_field, bad_type):
+        with pytest.raises(ParseError):
+            parse_with_protobuf(json.dumps(bad))
 
 
 def test_a_down_collector_costs_the_command_nothing(tmp):

@@ -1,7 +1,9 @@
 """End to end with a real Prometheus (Debian's `prometheus`): it scrapes two `joules serve`
-instances posing as two nodes (different hostnames, labels and fake NVML scenarios) and one
-`joules run --prometheus`, and its HTTP API answers fleet queries (`sum by (hostname)`,
-`sum by (run_id)`, `rate(...)`) that must match the scenarios' exact truth.
+instances posing as two nodes (different hostnames, labels and fake NVML scenarios), one
+`joules run --prometheus` and one `joules wrap --prometheus` over the toy trainer, and its HTTP
+API answers fleet queries (`sum by (hostname)`, `sum by (run_id)`, `rate(...)`) and step queries
+that must match the scenarios' exact truth.  Prometheus asks for gzip, so the gzip encoding of
+/metrics is what it stores.
 
 Tolerances, stated once: a power reading of a constant draw is exact; a rate() or a live energy
 rests on energy counters that advance every 20 ms here (as on recent GPUs, nvml.md §4.1), so it
@@ -13,12 +15,13 @@ import shutil
 import socket
 import subprocess
 import time
+import types
 import urllib.parse
 import urllib.request
 
 import pytest
 
-from conftest import fake_gpus, truth_j, wait_for
+from conftest import TRAINER, fake_gpus, truth_j, wait_for
 from exporter_util import Process
 
 PROMETHEUS = shutil.which("prometheus")
@@ -37,6 +40,9 @@ NODE_A = {"devices": [h100(300), h100(200)]}  # 500 W
 NODE_B = {"devices": [{**h100(450), "name": "NVIDIA H200"}]}  # 450 W
 RUN = {"devices": [h100(250), h100(350)]}  # 600 W
 RUN_ID = "e2e-run-1"
+WRAP = {"devices": [h100(300), h100(400)]}  # 700 W
+WRAP_ID = "e2e-wrap-1"
+WRAP_STEPS = 70
 
 
 def free_port():
@@ -83,6 +89,14 @@ class Prometheus:
         assert body["status"] == "success", body
         return [(s["metric"], float(s["value"][1])) for s in body["data"]["result"]]
 
+    def query_raw(self, expr):
+        url = f"http://127.0.0.1:{self.port}/api/v1/query?" + urllib.parse.urlencode(
+            {"query": expr})
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = json.load(r)
+        assert body["status"] == "success", body
+        return body["data"]["result"]
+
     def by(self, label, expr, at=None):
         return {m.get(label): v for m, v in self.query(expr, at)}
 
@@ -100,6 +114,7 @@ def fleet(tmp):
         env_a, epoch_a = fake_gpus(NODE_A)
         env_b, epoch_b = fake_gpus(NODE_B)
         env_r, epoch_r = fake_gpus(RUN)
+        env_w, epoch_w = fake_gpus(WRAP)
         a = Process("serve", "--listen", "127.0.0.1:0", "--hostname", "node-a", "--label",
                     "cluster=east", "--interval", "200", env=env_a)
         procs.append(a)
@@ -111,8 +126,15 @@ def fleet(tmp):
                     "cluster=east", "--interval", "100", "--output", out, "--", "sleep", "14",
                     env=env_r)
         procs.append(r)
-        prom = Prometheus(tmp, [a.address, b.address, r.address])
-        yield prom, out, epoch_r
+        # Steps of 150 ms +-40 % (the toy trainer's jitter), each line's instant in `stamps`.
+        stamps = tmp / "stamps.txt"
+        w = Process("wrap", "--prometheus", "127.0.0.1:0", "--run-id", WRAP_ID, "--interval",
+                    "50", "--output", tmp / "wrap.jsonl", "--", TRAINER, "--steps", WRAP_STEPS,
+                    "--step-ms", "150", "--setup-ms", "300", "--stamps", stamps, env=env_w)
+        procs.append(w)
+        prom = Prometheus(tmp, [a.address, b.address, r.address, w.address])
+        yield types.SimpleNamespace(prom=prom, out=out, epoch=epoch_r, wrap=w, stamps=stamps,
+                                    wrap_epoch=epoch_w, wrap_out=tmp / "wrap.jsonl")
     finally:
         if prom:
             prom.stop()
@@ -121,9 +143,9 @@ def fleet(tmp):
 
 
 def test_prometheus_scrapes_two_nodes_and_a_run_and_its_queries_match_the_truth(fleet):
-    prom, out, epoch = fleet
+    prom, out, epoch = fleet.prom, fleet.out, fleet.epoch
     t0 = time.time()
-    assert wait_for(lambda: len([v for _, v in prom.query("up == 1")]) == 3, timeout=20)
+    assert wait_for(lambda: len([v for _, v in prom.query("up == 1")]) == 4, timeout=20)
     # rate() over 5 s needs a few scrapes in its range.
     def enough():
         found = _range(prom, "joules_gpu_energy_joules_total[6s]")
@@ -137,7 +159,9 @@ def test_prometheus_scrapes_two_nodes_and_a_run_and_its_queries_match_the_truth(
         "node-a": 500.0, "node-b": 450.0}
     assert prom.by("cluster", "sum by (cluster) (joules_gpu_power_watts)") == {
         "east": 500.0, "west": 450.0}
-    assert prom.by("hostname", "sum by (hostname) (joules_up)") == {"node-a": 1.0,
+    assert prom.by("job", "count by (job) (joules_up == 1)") == {"joules-nodes": 2.0,
+                                                                "joules-runs": 2.0}
+    assert prom.by("hostname", "max by (hostname) (joules_up)") == {"node-a": 1.0,
                                                                    "node-b": 1.0,
                                                                    _run_host(out): 1.0}
 
@@ -155,20 +179,21 @@ def test_prometheus_scrapes_two_nodes_and_a_run_and_its_queries_match_the_truth(
     at = time.time()
     energy = prom.by("run_id", "sum by (run_id) (joules_run_energy_joules_total)", at)
     duration = prom.by("run_id", "max by (run_id) (joules_run_duration_seconds)", at)
-    assert set(energy) == {RUN_ID}  # the node exporters carry no run_id
+    assert set(energy) == {RUN_ID, WRAP_ID}  # the node exporters carry no run_id
     start = json.loads(pathlib.Path(out).read_text().splitlines()[0])
     assert duration[RUN_ID] > 4
     truth = sum(truth_j(RUN, i, epoch, start["start_monotonic_s"],
                         start["start_monotonic_s"] + duration[RUN_ID]) for i in range(2))
     tolerance = 2 * 600 * 0.020 + 0.01 * truth
     assert energy[RUN_ID] == pytest.approx(truth, abs=tolerance), (energy, truth)
-    run_rate = prom.by("run_id", "sum by (run_id) (rate(joules_run_energy_joules_total[5s]))")
+    run_rate = prom.by("run_id", "sum by (run_id) (rate(joules_run_energy_joules_total[5s]))",
+                       at)
     print(f"node rates {rates}; run energy {energy[RUN_ID]:.2f} J vs truth {truth:.2f} J over "
           f"{duration[RUN_ID]:.3f} s; run rate {run_rate[RUN_ID]:.2f} W")
     assert run_rate[RUN_ID] == pytest.approx(600, abs=2 * 600 * 0.020 / 4 + 6)
     # One query over the fleet: the east cluster's GPUs draw the node's 500 W and the run's 600 W.
     east = prom.by("cluster", "sum by (cluster) (joules_gpu_power_watts) + on (cluster) "
-                              "sum by (cluster) (joules_run_power_watts)")
+                              "sum by (cluster) (joules_run_power_watts{cluster!=\"\"})")
     assert east == {"east": 1100.0}
 
 
@@ -183,8 +208,8 @@ def _run_host(out):
 
 
 def test_every_dashboard_query_is_valid_promql_with_data(fleet):
-    prom, _, _ = fleet
-    assert wait_for(lambda: len(prom.query("up == 1")) == 3, timeout=20)
+    prom = fleet.prom
+    assert wait_for(lambda: len(prom.query("up == 1")) == 4, timeout=20)
     dashboard = json.loads((pathlib.Path(__file__).parents[2] / "dashboards" /
                             "joules.json").read_text())
     exprs = [t["expr"] for p in dashboard["panels"] for t in p.get("targets", [])]
@@ -195,3 +220,51 @@ def test_every_dashboard_query_is_valid_promql_with_data(fleet):
     # Node and run panels have data from the fleet.
     assert prom.query('sum by (hostname) (joules_gpu_power_watts{hostname=~".*"})')
     assert prom.query('sum by (run_id) (joules_run_energy_joules_total{run_id=~".*"})')
+
+
+def test_wrap_step_metrics_in_prometheus_match_the_trainers_steps(fleet):
+    """Every scrape of the wrapped run, as Prometheus stored it: the step windows counted so far
+    are the trainer's step lines printed by then, less the first (the window up to step 1's line
+    is `setup`); the last step is the last line's number; and the last step's energy is what the
+    fake GPUs drew between that line and the one before it (steps last 90-210 ms)."""
+    prom, w = fleet.prom, fleet.wrap
+    wall_minus_mono = time.time() - time.monotonic()  # the trainer stamps CLOCK_MONOTONIC
+    assert wait_for(lambda: w.proc.poll() is not None, timeout=60, step=0.2), "wrap did not end"
+    assert w.proc.returncode == 0, w.stop()[2]
+    stamps = [int(x) / 1e9 for x in fleet.stamps.read_text().split()]
+    assert len(stamps) == WRAP_STEPS
+    sel = f'{{run_id="{WRAP_ID}"}}'
+
+    def samples(name):  # {scrape timestamp: value}, every raw sample of the last 2 minutes
+        found = prom.query_raw(f"{name}{sel}[2m]")
+        assert len(found) == 1, (name, found)
+        return {float(t): float(v) for t, v in found[0]["values"]}
+
+    def lines_by(t):  # step lines the trainer had printed by wall-clock time t
+        return sum(1 for s in stamps if s + wall_minus_mono <= t)
+
+    steps, last = samples("joules_run_steps_total"), samples("joules_run_last_step")
+    energy = samples("joules_run_last_step_energy_joules")
+    assert len(energy) >= 5, energy  # Prometheus scraped the run while it stepped
+    checked = 0
+    for t, e in sorted(energy.items()):
+        n = int(last[t])
+        assert steps[t] == n - 1, (t, steps[t], n)
+        # Prometheus stamps a sample when its scrape starts; joules renders a moment later, and
+        # a line reaches joules a moment after its stamp.  Steps are 90 ms apart or more.
+        assert lines_by(t - 0.03) <= n <= lines_by(t + 0.06), (t, n)
+        truth = sum(truth_j(WRAP, i, fleet.wrap_epoch, stamps[n - 2], stamps[n - 1])
+                    for i in range(2))
+        # The line's arrival at joules trails the trainer's stamp by the pty's latency, at both
+        # ends of the step; 3 ms of the 700 W draw, plus 1 %.
+        assert e == pytest.approx(truth, abs=700 * 0.003 + 0.01 * truth), (n, e, truth)
+        checked += 1
+    assert checked >= 5
+    # And the same through PromQL: energy per step over the steps scraped.
+    t_last = max(energy)
+    n_last = int(last[t_last])
+    per_step = prom.query(f"max_over_time(joules_run_step_energy_joules_total{sel}[2m]) / "
+                          f"max_over_time(joules_run_steps_total{sel}[2m])")
+    mean_truth = sum(truth_j(WRAP, i, fleet.wrap_epoch, stamps[0], stamps[n_last - 1])
+                     for i in range(2)) / (n_last - 1)
+    assert per_step[0][1] == pytest.approx(mean_truth, rel=0.01), (per_step, mean_truth)

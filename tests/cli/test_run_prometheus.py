@@ -136,3 +136,42 @@ def test_a_port_in_use_fails_before_the_command_starts(tmp):
     assert "joules: error:" in r.stderr
     assert not marker.exists()
     assert out.read_text() == "keep\n"  # not truncated
+
+
+def test_kwh_co2e_and_cost_follow_the_runs_energy_with_their_provenance(tmp, procs):
+    env, _ = fake_gpus({"devices": [h100(300), h100(300)]})
+    p = Process("run", "--prometheus", "0", "--run-id", "c-1", "--region", "DE", "--pue", "1.5",
+                "--price-per-kwh", "0.3", "--currency", "EUR", "--", "sleep", "2", env=env)
+    procs.append(p)
+    time.sleep(1.0)
+    m = parse(p.scrape())
+    energy = one(m, "joules_run_energy_joules_total", run_id="c-1")
+    kwh = one(m, "joules_run_energy_kwh_total", run_id="c-1")
+    # Energy and its footprint come from the same rendering of the same readings.
+    assert kwh == pytest.approx(energy * 1.5 / 3.6e6, rel=1e-9) and kwh > 0
+    [(labels, co2e)] = series(m, "joules_run_co2e_grams_total", run_id="c-1")
+    assert labels["region"] == "DE" and labels["year"] == "2024"
+    assert labels["method"] == "country_average" and "Our World in Data" in labels["source"]
+    assert co2e == pytest.approx(kwh * 344.1, rel=1e-9)
+    assert one(m, "joules_run_cost_total", run_id="c-1", currency="EUR",
+               source="--price-per-kwh") == pytest.approx(kwh * 0.3, rel=1e-9)
+    assert one(m, "joules_pue", run_id="c-1", source="--pue") == 1.5
+    assert one(m, "joules_carbon_intensity_grams_per_kwh", region="DE") == 344.1
+    assert one(m, "joules_price_per_kwh", currency="EUR") == 0.3
+    # The conftest points RAPL at an empty tree: CPU and DRAM are absent, not zero.
+    assert one(m, "joules_component_status", component="gpu", status="measured") == 1
+    assert one(m, "joules_component_status", component="cpu", status="absent") == 1
+    assert one(m, "joules_component_status", component="cpu", status="measured") == 0
+    # Without a region: kWh, but no CO2e and no intensity (unknown is not zero); no price, no cost.
+    env, _ = fake_gpus({"devices": [h100(300)]})
+    q = Process("run", "--prometheus", "0", "--components", "gpu", "--", "sleep", "2", env=env)
+    procs.append(q)
+    time.sleep(0.8)
+    m = parse(q.scrape())
+    assert one(m, "joules_run_energy_kwh_total") > 0
+    assert one(m, "joules_pue", source="default") == 1
+    for name in ("joules_run_co2e_grams_total", "joules_run_cost_total",
+                 "joules_carbon_intensity_grams_per_kwh", "joules_price_per_kwh"):
+        assert series(m, name) == [], name
+    assert one(m, "joules_component_status", component="cpu", status="off") == 1
+    assert one(m, "joules_component_status", component="dram", status="off") == 1

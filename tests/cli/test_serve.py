@@ -1,17 +1,24 @@
 """`joules serve`, black-box: a node exporter over the fake NVML (and the sim backend), scraped
 by the test as Prometheus would."""
+import gzip
+import http.client
 import json
+import os
+import pathlib
+import re
 import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import threading
 import time
+import urllib.request
 
 import pytest
 
-from conftest import SANITIZED, fake_gpus, joules, truth_j
-from exporter_util import names, one, parse, serve, series
+from conftest import BUILD, JOULES, ROOT, SANITIZED, fake_gpus, joules, truth_j, wait_for
+from exporter_util import ADDRESS, clean_env, names, one, parse, serve, series
 
 PROMTOOL = shutil.which("promtool")
 SLOW = 3.0 if SANITIZED else 1.0
@@ -29,6 +36,42 @@ HEALTH = {"gpu_util_percent": 77, "memory_util_percent": 31, "temperature_c": 61
           "clocks_event_reasons": 4 | 64,  # SwPowerCap | HwThermalSlowdown (nvml.md §1.6)
           "memory_used_bytes": 2147483648, "remapped_rows_corrected": 3,
           "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5}
+
+
+# dcgm-exporter's counters as etc/default-counters.csv declares them (reference/nvml.md §3.1;
+# SM_ACTIVE and SM_OCCUPANCY are there commented out, with these help texts).
+DCGM_DEFAULTS = {
+    "DCGM_FI_DEV_SM_CLOCK": ("gauge", "SM clock frequency (in MHz)."),
+    "DCGM_FI_DEV_MEM_CLOCK": ("gauge", "Memory clock frequency (in MHz)."),
+    "DCGM_FI_DEV_MEMORY_TEMP": ("gauge", "Memory temperature (in C)."),
+    "DCGM_FI_DEV_GPU_TEMP": ("gauge", "GPU temperature (in C)."),
+    "DCGM_FI_DEV_POWER_USAGE": ("gauge", "Power draw (in W)."),
+    "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION": ("counter",
+                                             "Total energy consumption since boot (in mJ)."),
+    "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("counter", "Total number of PCIe retries."),
+    "DCGM_FI_DEV_GPU_UTIL": ("gauge", "GPU utilization (in %)."),
+    "DCGM_FI_DEV_MEM_COPY_UTIL": ("gauge", "Memory utilization (in %)."),
+    "DCGM_FI_DEV_FB_FREE": ("gauge", "Framebuffer memory free (in MiB)."),
+    "DCGM_FI_DEV_FB_USED": ("gauge", "Framebuffer memory used (in MiB)."),
+    "DCGM_FI_DEV_FB_RESERVED": ("gauge", "Framebuffer memory reserved (in MiB)."),
+    "DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS": (
+        "counter", "Number of remapped rows for uncorrectable errors"),
+    "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS": (
+        "counter", "Number of remapped rows for correctable errors"),
+    "DCGM_FI_DEV_ROW_REMAP_FAILURE": ("gauge", "Whether remapping of rows has failed"),
+    "DCGM_FI_PROF_SM_ACTIVE": ("gauge", "The ratio of cycles an SM has at least 1 warp assigned."),
+    "DCGM_FI_PROF_SM_OCCUPANCY": ("gauge", "The ratio of number of warps resident on an SM."),
+    "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE": ("gauge",
+                                        "Ratio of cycles the tensor (HMMA) pipe is active."),
+    "DCGM_FI_PROF_DRAM_ACTIVE": (
+        "gauge", "Ratio of cycles the device memory interface is active sending or receiving data."),
+    "DCGM_FI_PROF_PCIE_TX_BYTES": (
+        "gauge", "The rate of data transmitted over the PCIe bus - including both protocol "
+                 "headers and data payloads - in bytes per second."),
+    "DCGM_FI_PROF_PCIE_RX_BYTES": (
+        "gauge", "The rate of data received over the PCIe bus - including both protocol headers "
+                 "and data payloads - in bytes per second."),
+}
 
 
 @pytest.fixture
@@ -84,13 +127,13 @@ def test_every_gpu_reading_with_its_labels_in_si_units(procs):
 
 def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 312.5}, health=HEALTH)]})
-    p = serve("--dcgm-compat", "--hostname", "node-a", env=env)
+    p = serve("--dcgm-compat", "--hostname", "node-a", "--label", "cluster=west", env=env)
     procs.append(p)
     time.sleep(1.2)
     m = parse(p.scrape())
-    labels = {"gpu": "0", "UUID": "GPU-00000000-0000-4000-8000-000000000000",
+    labels = {"cluster": "west", "gpu": "0", "UUID": "GPU-00000000-0000-4000-8000-000000000000",
               "pci_bus_id": "00000000:18:00.0", "device": "nvidia0",
-              "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "node-a",
+              "modelName": "NVIDIA H100 80GB HBM3", "hostname": "node-a", "Hostname": "node-a",
               "DCGM_FI_DRIVER_VERSION": "570.86.15"}
     assert one(m, "DCGM_FI_DEV_POWER_USAGE", **labels) == 312.5
     assert one(m, "DCGM_FI_DEV_GPU_UTIL", **labels) == 77
@@ -101,6 +144,63 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     counter_mj = one(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **labels)
     assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
     assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
+    # Exactly dcgm-exporter's labels: `hostname` as it is now, `Hostname` as it was before
+    # d5e5f51 (reference/nvml.md §3.2), so that dashboards for either version work.
+    for name in {n for n, _ in m if n.startswith("DCGM_")}:
+        for found, _ in series(m, name):
+            assert set(found) == set(labels), (name, found)
+    # HELP and TYPE as dcgm-exporter's default counters file has them (nvml.md §3.1).
+    text = p.scrape()
+    declared = dict(re.findall(r"^# TYPE (DCGM_\S+) (\S+)$", text, re.M))
+    helps = dict(re.findall(r"^# HELP (DCGM_\S+) (.*)$", text, re.M))
+    for name, (kind, help_text) in DCGM_DEFAULTS.items():
+        if name in declared:
+            assert (declared[name], helps[name]) == (kind, help_text), name
+    assert set(declared) <= set(DCGM_DEFAULTS), set(declared) - set(DCGM_DEFAULTS)
+    assert len(declared) >= 15
+
+
+def _get(p, method="GET", headers=None):
+    host, port = p.address.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=10)
+    c.request(method, "/metrics", headers=headers or {})
+    r = c.getresponse()
+    body = r.read()
+    c.close()
+    return r, body
+
+
+def test_head_is_not_a_scrape_and_gzip_is_the_same_exposition(procs):
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300}, health=HEALTH)]})
+    p = serve("--dcgm-compat", "--hostname", "node-a", env=env)
+    procs.append(p)
+    assert wait_for(lambda: "joules_gpu_utilization_ratio" in p.scrape(), timeout=10)
+    r, plain = _get(p)
+    assert r.status == 200 and r.getheader("Content-Encoding") is None
+    assert r.getheader("Vary") == "Accept-Encoding"
+    first = one(parse(plain.decode()), "joules_scrapes_total")
+    for _ in range(3):
+        r, body = _get(p, "HEAD")
+        assert r.status == 200 and body == b""
+        assert int(r.getheader("Content-Length")) == pytest.approx(len(plain), rel=0.01)
+    # Prometheus asks for gzip: one gzip member, the same families and values.
+    r, body = _get(p, headers={"Accept-Encoding": "gzip"})
+    assert r.getheader("Content-Encoding") == "gzip"
+    assert int(r.getheader("Content-Length")) == len(body) < len(plain) / 4
+    text = gzip.decompress(body).decode()
+    m = parse(text)
+    assert one(m, "joules_scrapes_total") == first + 1  # the three HEADs were not scrapes
+    assert names(text) == names(plain.decode())
+    assert one(m, "joules_gpu_power_watts", hostname="node-a") == 300
+    assert one(m, "DCGM_FI_DEV_POWER_USAGE", gpu="0") == 300
+    # Every family once, with its HELP and TYPE once, before its samples.
+    for t in (plain.decode(), text):
+        helps = re.findall(r"^# HELP (\S+) ", t, re.M)
+        types = re.findall(r"^# TYPE (\S+) ", t, re.M)
+        assert len(helps) == len(set(helps)) and helps == types
+        assert set(helps) == names(t), set(helps) ^ names(t)
+    r, body = _get(p)
+    assert one(parse(body.decode()), "joules_scrapes_total") == first + 2
 
 
 def test_energy_counter_advances_at_the_scenarios_power(procs):
@@ -202,6 +302,83 @@ def test_real_output_passes_promtool(procs):
         assert line.startswith("DCGM_"), line
 
 
+def test_carbon_cost_and_components_of_the_node(procs, tmp):
+    scenario = {"devices": [h100({"type": "constant", "watts": 300})]}
+    env, _ = fake_gpus(scenario)
+    env["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram")
+    env["JOULES_REGION"] = "FR"
+    p = serve("--pue", "1.2", "--price-per-kwh", "0.25", "--currency", "EUR", "--interval", "100",
+              "--hostname", "node-a", env=env)
+    procs.append(p)
+    time.sleep(1.2)
+    m = parse(p.scrape())
+    measured = sum(v for n in ("joules_gpu_energy_joules_total", "joules_cpu_energy_joules_total",
+                               "joules_dram_energy_joules_total") for _, v in series(m, n))
+    assert series(m, "joules_cpu_energy_joules_total")  # RAPL is served too
+    kwh = one(m, "joules_node_energy_kwh_total", hostname="node-a")
+    assert kwh == pytest.approx(measured * 1.2 / 3.6e6, rel=1e-9) and kwh > 0
+    [(labels, co2e)] = series(m, "joules_node_co2e_grams_total")
+    assert labels["region"] == "FR" and labels["method"] == "country_average"
+    intensity = one(m, "joules_carbon_intensity_grams_per_kwh", region="FR")
+    assert co2e == pytest.approx(kwh * intensity, rel=1e-9)
+    assert one(m, "joules_node_cost_total", currency="EUR") == pytest.approx(kwh * 0.25, rel=1e-9)
+    assert one(m, "joules_pue", source="--pue") == 1.2
+    for component in ("gpu", "cpu", "dram"):
+        assert one(m, "joules_component_status", component=component, status="measured") == 1
+    # The node's footprint grows with its energy.
+    time.sleep(0.5)
+    assert one(parse(p.scrape()), "joules_node_energy_kwh_total") > kwh
+    # --components leaves CPU and DRAM out: not served, and said so.
+    q = serve("--components", "gpu", env=env)
+    procs.append(q)
+    time.sleep(0.5)
+    m = parse(q.scrape())
+    assert series(m, "joules_cpu_energy_joules_total") == []
+    assert one(m, "joules_component_status", component="cpu", status="off") == 1
+
+
+def test_unreadable_rapl_counters_are_said_with_the_fix(procs):
+    base = pathlib.Path(tempfile.mkdtemp(prefix="joules-rapl-"))
+    try:
+        os.chmod(base, 0o755)
+        root = base / "amd-1p"
+        shutil.copytree(ROOT / "tests" / "fixtures" / "powercap" / "amd-1p", root)
+        for f in [root, *root.rglob("*")]:
+            os.chmod(f, 0o755 if f.is_dir() else 0o644)
+        os.chmod(root / "intel-rapl:0" / "energy_uj", 0)
+        env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300})]})
+        env["JOULES_POWERCAP_ROOT"] = str(root)
+        cmd = [JOULES, "serve", "--listen", "127.0.0.1:0"]
+        if os.geteuid() == 0:
+            if not shutil.which("setpriv"):
+                pytest.skip("running as root without setpriv: mode-000 files stay readable")
+            cmd = [shutil.which("setpriv"), "--reuid=65534", "--regid=65534", "--clear-groups",
+                   *cmd]
+        proc = subprocess.Popen(cmd, env=clean_env(env), stderr=subprocess.PIPE, text=True)
+        lines = []
+        try:
+            for line in proc.stderr:
+                lines.append(line)
+                if "/metrics" in line or "error" in line:
+                    break
+            if any("Permission denied" in l for l in lines):
+                pytest.skip("the joules binary is not reachable by an unprivileged user here")
+            address = ADDRESS.search(lines[-1]).group(1)
+            with urllib.request.urlopen(f"http://{address}/metrics", timeout=10) as r:
+                m = parse(r.read().decode())
+        finally:
+            proc.kill()
+            proc.communicate()
+        note = [l for l in lines if l.startswith("joules: note: CPU energy is not measured")]
+        assert len(note) == 1, lines
+        assert "readable by root only" in note[0]
+        assert f"sudo chmod a+r {root}/intel-rapl:*/energy_uj" in note[0]
+        assert one(m, "joules_component_status", component="cpu", status="unreadable") == 1
+        assert one(m, "joules_component_status", component="gpu", status="measured") == 1
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
 @pytest.mark.parametrize("args,message", [
     (["--listen", "nowhere"], "--listen 'nowhere'"),
     (["--listen", ":9400"], "--listen ':9400'"),
@@ -209,6 +386,15 @@ def test_real_output_passes_promtool(procs):
     (["--sim-gpus", "2"], "--sim-gpus applies only with --backend sim"),
     (["--label", "novalue"], "--label 'novalue'"),
     (["extra"], "extra"),
+    (["--max-connections", "0"], "--max-connections '0': expected a number of connections"),
+    (["--max-connections", "many"], "--max-connections 'many'"),
+    (["--pue", "0.8"], "--pue '0.8': expected a power usage effectiveness from 1.0 to 5.0"),
+    (["--region", "Germany"], "--region 'Germany': expected an ISO country code"),
+    (["--currency", "EUR"], "--currency applies only with --price-per-kwh"),
+    (["--components", "gpu,tpu"], "--components 'gpu,tpu': expected"),
+    # A value with a newline or an escape in it (found by tests/fuzz): still one line, escaped.
+    (["--region", "DE\nFR"], "--region 'DE\\nFR'"),
+    (["--lis\x1bten=1"], "'--lis\\x1bten=1'"),
 ])
 def test_bad_options_exit_2_with_one_line(args, message):
     r = joules("serve", "--backend", "sim", *args) if "--sim-gpus" not in args else \
@@ -216,6 +402,24 @@ def test_bad_options_exit_2_with_one_line(args, message):
     assert r.returncode == 2, r.stderr
     assert message in r.stderr
     assert len(r.stderr.strip().splitlines()) == 1
+
+
+def test_the_units_binary_and_documentation_are_what_cmake_installs(tmp):
+    unit = (ROOT / "packaging" / "joules-serve.service").read_text()
+    docs = re.search(r"^Documentation=(.*)$", unit, re.M).group(1).split()
+    binary = re.search(r"^ExecStart=(\S+) serve ", unit, re.M).group(1)
+    prefix = "/usr/local/"
+    r = subprocess.run(["cmake", "--install", str(BUILD), "--prefix", str(tmp)],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert binary.startswith(prefix) and (tmp / binary[len(prefix):]).exists()
+    assert "man:joules(1)" in docs
+    man = (tmp / "share" / "man" / "man1" / "joules.1").read_text()
+    assert man.startswith(".TH JOULES 1") and "joules serve" in man and "max\\-connections" in man
+    for d in docs:
+        if d.startswith("file:"):
+            path = d[len("file:"):]
+            assert path.startswith(prefix) and (tmp / path[len(prefix):]).exists(), d
 
 
 def test_a_port_in_use_is_an_error_not_a_hang():

@@ -4,13 +4,14 @@
 //     a served method's path starts with '/';
 //   - feeding the same bytes in two pieces with `resume` gives the same answer as in one;
 //   - an error status is one the server knows how to answer.
-// Built and run by tests/fuzz/run (not part of the CMake build).
+// Built and run by tests/fuzz/run (the `fuzz` test of the asan preset).
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string_view>
 
 #include "export/http_request.hpp"
+#include "fuzz/fuzz_input.hpp"
 
 namespace {
 
@@ -18,10 +19,6 @@ using joules::exporter::http::parse_request;
 using joules::exporter::http::parse_result;
 using joules::exporter::http::parse_status;
 using joules::exporter::http::parser_limits;
-
-void check(bool ok) {
-  if (!ok) std::abort();
-}
 
 bool inside(std::string_view part, std::string_view whole) {
   return part.empty() ||
@@ -32,7 +29,7 @@ bool same(const parse_result& a, const parse_result& b) {
   return a.status == b.status && a.error_status == b.error_status && a.consumed == b.consumed &&
          a.head.method == b.head.method && a.head.target == b.head.target &&
          a.head.path == b.head.path && a.head.version_minor == b.head.version_minor &&
-         a.head.keep_alive == b.head.keep_alive;
+         a.head.keep_alive == b.head.keep_alive && a.head.accepts_gzip == b.head.accepts_gzip;
 }
 
 }  // namespace
@@ -46,21 +43,22 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const parse_result r = parse_request(buf, limits);
   switch (r.status) {
     case parse_status::complete:
-      check(r.consumed > 0 && r.consumed <= buf.size() && r.consumed <= limits.max_head_bytes);
-      check(inside(r.head.method, buf) && inside(r.head.target, buf));
+      JOULES_FUZZ_CHECK(r.consumed > 0 && r.consumed <= buf.size() &&
+                        r.consumed <= limits.max_head_bytes);
+      JOULES_FUZZ_CHECK(inside(r.head.method, buf) && inside(r.head.target, buf));
       // An absolute-form target without a path ("http://host") gets a static "/".
-      check(inside(r.head.path, buf) || r.head.path == "/");
-      check(r.head.path.starts_with('/') || r.head.method == "OPTIONS" ||
-            r.head.method == "CONNECT");
-      check(!r.head.method.empty() && !r.head.target.empty());
-      check(r.head.version_minor <= 1);
+      JOULES_FUZZ_CHECK(inside(r.head.path, buf) || r.head.path == "/");
+      JOULES_FUZZ_CHECK(r.head.path.starts_with('/') || r.head.method == "OPTIONS" ||
+                        r.head.method == "CONNECT");
+      JOULES_FUZZ_CHECK(!r.head.method.empty() && !r.head.target.empty());
+      JOULES_FUZZ_CHECK(r.head.version_minor <= 1);
       break;
     case parse_status::error:
-      check(r.error_status == 400 || r.error_status == 413 || r.error_status == 414 ||
-            r.error_status == 431 || r.error_status == 505);
+      JOULES_FUZZ_CHECK(r.error_status == 400 || r.error_status == 413 || r.error_status == 414 ||
+                        r.error_status == 431 || r.error_status == 505);
       break;
     case parse_status::incomplete:
-      check(buf.size() < limits.max_head_bytes);
+      JOULES_FUZZ_CHECK(buf.size() < limits.max_head_bytes);
       break;
   }
   // Resuming after a prefix must not change the answer.
@@ -68,9 +66,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::size_t cut = data[size - 1] % size;
     std::size_t resume = 0;
     const parse_result first = parse_request(buf.substr(0, cut), limits, &resume);
-    check(resume <= cut);
+    JOULES_FUZZ_CHECK(resume <= cut);
     if (first.status == parse_status::incomplete) {
-      check(same(parse_request(buf, limits, &resume), r));
+      JOULES_FUZZ_CHECK(same(parse_request(buf, limits, &resume), r));
     }
   }
   return 0;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "export/footprint_metrics.hpp"
 #include "export/self_metrics.hpp"
 
 namespace joules::exporter {
@@ -102,7 +103,7 @@ TEST(GpuMetrics, DcgmCompatUsesDcgmExportersNamesLabelsAndUnits) {
   m.fill(snap);
   const std::string t = e.text();
   const std::string l =
-      R"({gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
+      R"({gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",hostname="node-1",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_POWER_USAGE" + l + " 312.5\n")) << t;
   EXPECT_TRUE(has(t, "# TYPE DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION counter\n"));
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION" + l + " 9000000\n"));
@@ -149,10 +150,12 @@ TEST(GpuMetrics, CpuAndDramFromRaplGetTheirOwnNames) {
 TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   const mono_time t0 = mono_time{} + std::chrono::seconds(100);
   auto text = [&](const sampler_snapshot* snap, mono_time now) {
-    exposition e;
-    self_metrics m(e, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
-    m.fill(snap, now, serving_stats{3, 0.0012});
-    return e.text();
+    exposition per_reading;
+    exposition per_scrape;
+    self_metrics m(per_reading, per_scrape, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
+    m.fill(snap);
+    m.fill_live(snap, now, serving_stats{3, 0.0012});
+    return per_reading.text() + per_scrape.text();
   };
   sampler_snapshot snap;
   snap.taken = t0;
@@ -169,6 +172,63 @@ TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   EXPECT_TRUE(has(text(nullptr, t0), "joules_up{hostname=\"n\"} 0\n"));
   snap.devices[1].lost = true;
   EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
+}
+
+TEST(FootprintMetrics, ComponentStatesFromWhatWasAskedAndFound) {
+  component_options all;
+  std::vector<component_status> found = {
+      {device_kind::cpu, energy_method::none, "readable by root only", "sudo chmod a+r ..."},
+      {device_kind::dram, energy_method::none, "no dram domain", ""}};
+  auto s = component_states(all, found, 2);
+  ASSERT_EQ(s.size(), 3U);
+  EXPECT_EQ(s[0].component + "=" + s[0].state, "gpu=measured");
+  EXPECT_EQ(s[1].component + "=" + s[1].state, "cpu=unreadable");
+  EXPECT_EQ(s[2].component + "=" + s[2].state, "dram=absent");
+  found = {{device_kind::cpu, energy_method::estimated, "TDP", ""},
+           {device_kind::dram, energy_method::counter, "RAPL", ""}};
+  s = component_states(all, found, 0);
+  EXPECT_EQ(s[0].state, "absent");
+  EXPECT_EQ(s[1].state, "estimated");
+  EXPECT_EQ(s[2].state, "measured");
+  component_options gpu_only;
+  gpu_only.cpu = gpu_only.dram = false;
+  s = component_states(gpu_only, {}, 1);
+  EXPECT_EQ(s[1].state, "off");
+  EXPECT_EQ(s[2].state, "off");
+}
+
+TEST(FootprintMetrics, KwhCo2eAndCostWithProvenanceOnTheValues) {
+  carbon::settings in;
+  in.pue = 1.5;
+  in.region = "DE";
+  in.price_per_kwh = 0.25;
+  in.currency = "EUR";
+  const carbon::factors f = carbon::resolve(in);
+  exposition e;
+  footprint_metrics m(e, label_set{{"run_id", "r"}}, "joules_run", f,
+                      {{"gpu", "measured"}, {"cpu", "off"}});
+  m.fill(3.6e6);  // 1 kWh measured, 1.5 kWh from the grid
+  const std::string t = e.text();
+  EXPECT_TRUE(has(t, "joules_run_energy_kwh_total{run_id=\"r\"} 1.5\n")) << t;
+  const std::string grid = "region=\"DE\",source=\"" + f.grid->source + "\",year=\"" +
+                           std::to_string(*f.grid->year) + "\",method=\"country_average\"";
+  EXPECT_TRUE(has(t, "joules_run_co2e_grams_total{run_id=\"r\"," + grid + "} "));
+  EXPECT_NEAR(carbon::assess(f, 3.6e6).co2e_g.value(), 1.5 * f.grid->g_per_kwh, 1e-9);
+  EXPECT_TRUE(has(
+      t,
+      "joules_run_cost_total{run_id=\"r\",currency=\"EUR\",source=\"--price-per-kwh\"} 0.375\n"));
+  EXPECT_TRUE(has(t, "joules_pue{run_id=\"r\",source=\"--pue\"} 1.5\n"));
+  EXPECT_TRUE(has(t, "joules_carbon_intensity_grams_per_kwh{run_id=\"r\"," + grid + "} "));
+  EXPECT_TRUE(has(t, "joules_component_status{run_id=\"r\",component=\"cpu\",status=\"off\"} 1\n"));
+  EXPECT_TRUE(
+      has(t, "joules_component_status{run_id=\"r\",component=\"cpu\",status=\"measured\"} 0\n"));
+  // Before any reading: factors and states, no energy yet (unknown is not zero).
+  exposition e2;
+  footprint_metrics m2(e2, label_set{}, "joules_node", carbon::resolve({}), {});
+  m2.fill(std::nullopt);
+  EXPECT_FALSE(has(e2.text(), "joules_node_energy_kwh_total"));
+  EXPECT_TRUE(has(e2.text(), "joules_pue{source=\"default\"} 1\n"));
+  EXPECT_FALSE(has(e2.text(), "co2e"));
 }
 
 }  // namespace

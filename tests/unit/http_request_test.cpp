@@ -43,6 +43,7 @@ TEST(HttpRequest, ParsesAPrometheusScrape) {
   EXPECT_EQ(r.head.path, "/metrics");
   EXPECT_EQ(r.head.version_minor, 1U);
   EXPECT_TRUE(r.head.keep_alive);
+  EXPECT_TRUE(r.head.accepts_gzip);
 }
 
 TEST(HttpRequest, IncompleteUntilTheEmptyLineWhicheverWayItArrives) {
@@ -117,6 +118,30 @@ TEST(HttpRequest, ConnectionOptions) {
   EXPECT_FALSE(keep("HTTP/1.0", "keep-alive, close"));
   // A later 1.x is served as 1.1.
   EXPECT_EQ(parse("GET / HTTP/1.7\r\nHost: h\r\n\r\n").head.version_minor, 1U);
+}
+
+TEST(HttpRequest, AcceptEncodingGzipWithWeights) {
+  const auto gzip = [](std::string_view fields) {
+    const auto r = parse("GET /metrics HTTP/1.1\r\nHost: h\r\n" + std::string(fields) + "\r\n");
+    EXPECT_EQ(r.status, parse_status::complete) << fields;
+    return r.head.accepts_gzip;
+  };
+  EXPECT_FALSE(gzip(""));
+  EXPECT_TRUE(gzip("Accept-Encoding: gzip\r\n"));
+  EXPECT_TRUE(gzip("accept-encoding: deflate, GZIP;q=0.5, br\r\n"));
+  EXPECT_TRUE(gzip("Accept-Encoding: x-gzip\r\n"));
+  EXPECT_TRUE(gzip("Accept-Encoding: br\r\nAccept-Encoding: gzip\r\n"));  // fields combine
+  EXPECT_TRUE(gzip("Accept-Encoding: *\r\n"));
+  EXPECT_TRUE(gzip("Accept-Encoding: gzip ; Q=1.000\r\n"));
+  EXPECT_TRUE(gzip("Accept-Encoding: gzip;q=0.001\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: gzip;q=0\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: gzip;q=0.000\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: *, gzip;q=0\r\n"));  // named beats the wildcard
+  EXPECT_FALSE(gzip("Accept-Encoding: *;q=0\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: identity, deflate\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: gzipx, xgzip\r\n"));
+  EXPECT_FALSE(gzip("Accept-Encoding: gzip;q=2\r\n"));  // malformed weight: not accepted
+  EXPECT_FALSE(gzip("Accept-Encoding: gzip;q=\r\n"));
 }
 
 TEST(HttpRequest, MalformedRequestLines) {

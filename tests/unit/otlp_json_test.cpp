@@ -93,6 +93,18 @@ TEST(OtlpJson, NonFiniteValuesAreLeftOutAndFractionsStayDoubles) {
   EXPECT_EQ(gg["gauge"]["dataPoints"][0]["asDouble"], -1.0);
 }
 
+TEST(OtlpJson, KwhCo2eAndCostAreQuantitiesEvenWhenWhole) {
+  exposition e;
+  for (const char* name :
+       {"joules_run_energy_kwh_total", "joules_run_co2e_grams_total", "joules_run_cost_total"})
+    e.add_family(name, "x", metric_type::counter).add(label_set{}, 0.0);
+  const json r = request(e);
+  for (const char* name :
+       {"joules_run_energy_kwh_total", "joules_run_co2e_grams_total", "joules_run_cost_total"}) {
+    EXPECT_EQ((*metric(r, name))["sum"]["dataPoints"][0]["asDouble"], 0.0) << name;
+  }
+}
+
 TEST(OtlpJson, UnitsFromTheNames) {
   EXPECT_EQ(otlp_unit("joules_gpu_power_watts"), "W");
   EXPECT_EQ(otlp_unit("joules_gpu_energy_joules_total"), "J");
@@ -103,6 +115,9 @@ TEST(OtlpJson, UnitsFromTheNames) {
   EXPECT_EQ(otlp_unit("joules_gpu_sm_clock_hertz"), "Hz");
   EXPECT_EQ(otlp_unit("joules_gpu_utilization_ratio"), "1");
   EXPECT_EQ(otlp_unit("joules_up"), "");
+  EXPECT_EQ(otlp_unit("joules_run_energy_kwh_total"), "kW.h");
+  EXPECT_EQ(otlp_unit("joules_run_co2e_grams_total"), "g");
+  EXPECT_EQ(otlp_unit("joules_carbon_intensity_grams_per_kwh"), "g/kW.h");
 }
 
 TEST(OtlpJson, LabelTextRoundTrips) {
