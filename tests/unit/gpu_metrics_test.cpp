@@ -177,15 +177,15 @@ TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
 TEST(FootprintMetrics, ComponentStatesFromWhatWasAskedAndFound) {
   component_options all;
   std::vector<component_status> found = {
-      {device_kind::cpu, energy_method::none, "readable by root only", "sudo chmod a+r ..."},
-      {device_kind::dram, energy_method::none, "no dram domain", ""}};
+      {device_kind::cpu, energy_method::none, "readable by root only", "sudo chmod a+r ...", {}},
+      {device_kind::dram, energy_method::none, "no dram domain", "", {}}};
   auto s = component_states(all, found, 2);
   ASSERT_EQ(s.size(), 3U);
   EXPECT_EQ(s[0].component + "=" + s[0].state, "gpu=measured");
   EXPECT_EQ(s[1].component + "=" + s[1].state, "cpu=unreadable");
   EXPECT_EQ(s[2].component + "=" + s[2].state, "dram=absent");
-  found = {{device_kind::cpu, energy_method::estimated, "TDP", ""},
-           {device_kind::dram, energy_method::counter, "RAPL", ""}};
+  found = {{device_kind::cpu, energy_method::estimated, "TDP", "", {}},
+           {device_kind::dram, energy_method::counter, "RAPL", "", {}}};
   s = component_states(all, found, 0);
   EXPECT_EQ(s[0].state, "absent");
   EXPECT_EQ(s[1].state, "estimated");
