@@ -6,9 +6,10 @@ that must match the scenarios' exact truth.  Prometheus asks for gzip, so the gz
 /metrics is what it stores.
 
 Tolerances, stated once: a power reading of a constant draw is exact; a rate() or a live energy
-rests on energy counters that advance every 20 ms here (as on recent GPUs, nvml.md §4.1), so it
-may be off by about one counter update of the draw (20 ms x power) at each end of its range,
-plus 1 %."""
+rests on energy counters that advance every 20 ms here (as on recent GPUs, nvml.md §4.1), and a
+scrape serves the sampler's latest snapshot, which may be one sampling interval old (more when
+the machine is loaded).  So a value may be off by a counter update plus a sampling interval of
+the draw at each end of its range, plus 1 %."""
 import json
 import pathlib
 import shutil
@@ -29,6 +30,14 @@ pytestmark = pytest.mark.skipif(PROMETHEUS is None,
                                 reason="prometheus not installed (scripts/install-deps test)")
 
 COUNTER = {"update_ms": 20, "phase_ms": 7}
+NODE_INTERVAL_S = 0.05  # `joules serve --interval` of the two nodes
+RUN_INTERVAL_S = 0.05
+
+
+def rate_tolerance(watts, interval_s, span_s=4):
+    """How far rate() over a span of `span_s` or more may be from a constant draw: at each end,
+    a counter update and a snapshot up to one sampling interval old (twice that under load)."""
+    return 2 * watts * (0.020 + 2 * interval_s) / span_s + 0.01 * watts
 
 
 def h100(watts):
@@ -116,14 +125,14 @@ def fleet(tmp):
         env_r, epoch_r = fake_gpus(RUN)
         env_w, epoch_w = fake_gpus(WRAP)
         a = Process("serve", "--listen", "127.0.0.1:0", "--hostname", "node-a", "--label",
-                    "cluster=east", "--interval", "200", env=env_a)
+                    "cluster=east", "--interval", str(int(NODE_INTERVAL_S * 1000)), env=env_a)
         procs.append(a)
         b = Process("serve", "--listen", "127.0.0.1:0", "--hostname", "node-b", "--label",
-                    "cluster=west", "--interval", "200", env=env_b)
+                    "cluster=west", "--interval", str(int(NODE_INTERVAL_S * 1000)), env=env_b)
         procs.append(b)
         out = tmp / "run.jsonl"
         r = Process("run", "--prometheus", "127.0.0.1:0", "--run-id", RUN_ID, "--label",
-                    "cluster=east", "--interval", "100", "--output", out, "--", "sleep", "14",
+                    "cluster=east", "--interval", str(int(RUN_INTERVAL_S * 1000)), "--output", out, "--", "sleep", "14",
                     env=env_r)
         procs.append(r)
         # Steps of 150 ms +-40 % (the toy trainer's jitter), each line's instant in `stamps`.
@@ -168,12 +177,13 @@ def test_prometheus_scrapes_two_nodes_and_a_run_and_its_queries_match_the_truth(
     # Node energy: rate of the energy counters = the draw.
     rates = prom.by("hostname", "sum by (hostname) (rate(joules_gpu_energy_joules_total[5s]))")
     for host, watts in (("node-a", 500.0), ("node-b", 450.0)):
-        tolerance = 2 * watts * 0.020 / 4 + 0.01 * watts  # 4 s or more between the range's ends
-        assert rates[host] == pytest.approx(watts, abs=tolerance), (host, rates)
+        assert rates[host] == pytest.approx(watts, abs=rate_tolerance(watts, NODE_INTERVAL_S)), (
+            host, rates)
     per_gpu = {(m["hostname"], m["gpu"]): v for m, v in
                prom.query("rate(joules_gpu_energy_joules_total[5s])")}
-    assert per_gpu[("node-a", "0")] == pytest.approx(300, rel=0.03)
-    assert per_gpu[("node-a", "1")] == pytest.approx(200, rel=0.03)
+    for gpu, watts in (("0", 300.0), ("1", 200.0)):
+        assert per_gpu[("node-a", gpu)] == pytest.approx(
+            watts, abs=rate_tolerance(watts, NODE_INTERVAL_S)), per_gpu
 
     # The run: energy so far, summed by run id, against the truth over the same span.
     at = time.time()
@@ -190,7 +200,7 @@ def test_prometheus_scrapes_two_nodes_and_a_run_and_its_queries_match_the_truth(
                        at)
     print(f"node rates {rates}; run energy {energy[RUN_ID]:.2f} J vs truth {truth:.2f} J over "
           f"{duration[RUN_ID]:.3f} s; run rate {run_rate[RUN_ID]:.2f} W")
-    assert run_rate[RUN_ID] == pytest.approx(600, abs=2 * 600 * 0.020 / 4 + 6)
+    assert run_rate[RUN_ID] == pytest.approx(600, abs=rate_tolerance(600, RUN_INTERVAL_S))
     # One query over the fleet: the east cluster's GPUs draw the node's 500 W and the run's 600 W.
     east = prom.by("cluster", "sum by (cluster) (joules_gpu_power_watts) + on (cluster) "
                               "sum by (cluster) (joules_run_power_watts{cluster!=\"\"})")
@@ -255,9 +265,10 @@ def test_wrap_step_metrics_in_prometheus_match_the_trainers_steps(fleet):
         assert lines_by(t - 0.03) <= n <= lines_by(t + 0.06), (t, n)
         truth = sum(truth_j(WRAP, i, fleet.wrap_epoch, stamps[n - 2], stamps[n - 1])
                     for i in range(2))
-        # The line's arrival at joules trails the trainer's stamp by the pty's latency, at both
-        # ends of the step; 3 ms of the 700 W draw, plus 1 %.
-        assert e == pytest.approx(truth, abs=700 * 0.003 + 0.01 * truth), (n, e, truth)
+        # The line's arrival at joules trails the trainer's stamp by the pty's latency and, on a
+        # loaded test machine, a scheduler wake-up, at both ends of the step; 5 ms of the
+        # 700 W draw, plus 1 %.
+        assert e == pytest.approx(truth, abs=700 * 0.005 + 0.01 * truth), (n, e, truth)
         checked += 1
     assert checked >= 5
     # And the same through PromQL: energy per step over the steps scraped.
