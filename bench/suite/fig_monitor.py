@@ -222,7 +222,7 @@ def _doctor(ctx, runs: int, slow_gpu: bool) -> dict:
 
 
 def run(ctx) -> dict:
-    seconds = 8.0 if ctx.quick else 30.0
+    seconds = 8.0 if ctx.quick else 12.0
     reps = 1 if ctx.quick else 2
     views, errors = _views(ctx, seconds, reps)
     ctx.log("monitor: joules doctor, 8 GPUs")

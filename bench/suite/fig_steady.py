@@ -101,7 +101,7 @@ def run(ctx) -> dict:
             out[label]["errors"] = errs
 
     # Scaling with the number of GPUs, joules and matcha side by side.
-    sseconds = 10 if ctx.quick else 20
+    sseconds = 10 if ctx.quick else 12
     scaling = {"8": {t: out[t]["cpu_per_wall_s"]["median"] for t in ("joules", "matcha")}}
     scaling_rss = {"8": {t: out[t]["peak_rss_kb"]["median"] for t in ("joules", "matcha")}}
     for gpus in (1, 64):
