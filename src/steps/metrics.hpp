@@ -21,6 +21,8 @@ namespace joules::steps {
 struct metric {
   std::string name;
   double value = 0.0;
+
+  bool operator==(const metric&) const = default;
 };
 
 enum class metric_style {

@@ -48,6 +48,9 @@ struct parsed_line {
   // The format that recognised the line ("nanogpt", "hf_trainer", "custom", ...); also set on
   // lines of kind none that a format recognised as not training (a download bar).  Static text.
   std::string_view format;
+
+  // Every field (the format by its name); a replayed line must parse the same.
+  bool operator==(const parsed_line&) const = default;
 };
 
 class custom_formats;

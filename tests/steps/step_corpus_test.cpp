@@ -180,19 +180,6 @@ TEST(StepCorpus, RecallAndFalseStepsPerFramework) {
   EXPECT_GE(percent(all.phases_found, all.phase_lines), 90.0);
 }
 
-bool same(const parsed_line& a, const parsed_line& b) {
-  if (a.kind != b.kind || a.step != b.step || a.total != b.total || a.step_gap != b.step_gap ||
-      a.counter_restarted != b.counter_restarted || a.epoch != b.epoch || a.epochs != b.epochs ||
-      a.phase != b.phase || a.format != b.format || a.metrics.size() != b.metrics.size()) {
-    return false;
-  }
-  for (std::size_t i = 0; i < a.metrics.size(); ++i) {
-    if (a.metrics[i].name != b.metrics[i].name || a.metrics[i].value != b.metrics[i].value)
-      return false;
-  }
-  return true;
-}
-
 // The prefilter skips lines no format can match: every line of the corpus gets the same result
 // with it as without it, and it does skip most of the corpus' lines that are not steps.
 TEST(StepCorpus, PrefilterChangesNoResult) {
@@ -208,7 +195,7 @@ TEST(StepCorpus, PrefilterChangesNoResult) {
       ++lines;
       const parsed_line a = fast.parse(line);
       const parsed_line b = reference.parse(line);
-      EXPECT_TRUE(same(a, b)) << e.path().filename().string() << ":" << n << ": " << line;
+      EXPECT_TRUE(a == b) << e.path().filename().string() << ":" << n << ": " << line;
       if (!joules::steps::may_be_step_related(line)) {
         ++skipped;
         EXPECT_EQ(b.kind, line_kind::none) << line;
