@@ -231,6 +231,26 @@ def status_kb(pid: int, key: str) -> int:
     return 0
 
 
+class CpuLedger:
+    """CPU seen so far of a changing set of processes: every thread's and every process's last
+    reading is kept, so that threads and processes that end still count."""
+
+    def __init__(self):
+        self._tid_ns: dict[tuple[int, int], int] = {}
+        self._pid_ns: dict[int, int] = {}
+
+    def look(self, pids: list[int]) -> tuple[int, int, int]:
+        """Reads `pids`; returns (schedstat ns of all threads, utime+stime ns of all processes,
+        processes seen)."""
+        for p in pids:
+            for tid, ns in thread_cpu_ns(p).items():
+                self._tid_ns[(p, tid)] = ns
+            ticks = process_cpu_ns(p)
+            if ticks is not None:
+                self._pid_ns[p] = ticks
+        return sum(self._tid_ns.values()), sum(self._pid_ns.values()), len(self._pid_ns)
+
+
 class Sample:
     """One look at a tool's processes.  fine_ns: the nanosecond schedstat of every thread ever
     seen (a thread that ended keeps its last reading); coarse_ns: utime+stime of every process
@@ -262,8 +282,7 @@ class Watched:
         self.name, self.cmd, self.workload = name, cmd, workload
         self.rss_limit_kb = rss_limit_kb
         self.killed_reason: str | None = None
-        self._tid_ns: dict[tuple[int, int], int] = {}
-        self._pid_ns: dict[int, int] = {}
+        self._cpu = CpuLedger()
         self.t_launch = time.monotonic()
         self.proc = subprocess.Popen(cmd, env=env, cwd=cwd, stdout=stdout, stderr=stderr,
                                      start_new_session=True)
@@ -297,17 +316,10 @@ class Watched:
         """CPU and memory of the tool's processes now (see Sample)."""
         pids = self._tool_pids()
         t = time.monotonic()
-        rss = hwm = 0
-        for p in pids:
-            for tid, ns in thread_cpu_ns(p).items():
-                self._tid_ns[(p, tid)] = ns
-            ticks = process_cpu_ns(p)
-            if ticks is not None:
-                self._pid_ns[p] = ticks
-            rss += status_kb(p, "VmRSS")
-            hwm += status_kb(p, "VmHWM")
-        return Sample(t, sum(self._tid_ns.values()), sum(self._pid_ns.values()),
-                      len(self._pid_ns), rss, hwm)
+        fine, coarse, procs = self._cpu.look(pids)
+        rss = sum(status_kb(p, "VmRSS") for p in pids)
+        hwm = sum(status_kb(p, "VmHWM") for p in pids)
+        return Sample(t, fine, coarse, procs, rss, hwm)
 
     def _loop(self):
         # Never proc.poll() here: wait() reaps the tool itself with wait4, for its rusage.

@@ -21,8 +21,8 @@ import subprocess
 import threading
 import time
 
-from .common import (JOULES, VENV, Sample, cpu_between, descendants, fake_env, median,
-                     process_cpu_ns, ratio, rmtree, run_timed, status_kb, summary, thread_cpu_ns)
+from .common import (JOULES, VENV, CpuLedger, Sample, cpu_between, descendants, fake_env,
+                     median, ratio, rmtree, run_timed, status_kb, summary)
 from .render import fmt_ms, fmt_pct, fmt_ratio, fmt_spread
 
 NAME = "monitor"
@@ -51,23 +51,16 @@ class _Tree:
     def __init__(self, pid: int, period: float = 0.5):
         self.pid, self.period = pid, period
         self.samples: list[Sample] = []
-        self._tid_ns: dict[tuple[int, int], int] = {}
-        self._pid_ns: dict[int, int] = {}
+        self._cpu = CpuLedger()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
 
     def _look(self) -> Sample:
         pids = descendants(self.pid)
-        for p in pids:
-            for tid, ns in thread_cpu_ns(p).items():
-                self._tid_ns[(p, tid)] = ns
-            ticks = process_cpu_ns(p)
-            if ticks is not None:
-                self._pid_ns[p] = ticks
+        fine, coarse, procs = self._cpu.look(pids)
         rss = sum(status_kb(p, "VmRSS") for p in pids)
-        return Sample(time.monotonic(), sum(self._tid_ns.values()), sum(self._pid_ns.values()),
-                      len(self._pid_ns), rss, 0)
+        return Sample(time.monotonic(), fine, coarse, procs, rss, 0)
 
     def _loop(self):
         while not self._stop.is_set():
