@@ -69,17 +69,10 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
   }
 
   // The label of the open window, which this line closes.
-  window_label l;
+  window_label l =
+      open_label(line.kind == steps::line_kind::step ? window_kind::step : window_kind::other);
   l.line = line_number;
   l.stream = stream;
-  if (open_ == open_kind::setup) {
-    l.kind = window_kind::setup;
-  } else if (open_ == open_kind::phase) {
-    l.kind = window_kind::phase;
-    l.phase = open_phase_;
-  } else {
-    l.kind = line.kind == steps::line_kind::step ? window_kind::step : window_kind::other;
-  }
   const bool step = line.kind == steps::line_kind::step;
   const bool first_step = step && !seen_step_;
   if (step) {
@@ -170,6 +163,11 @@ void step_windows::on_exit() {
     ++closed_;
     return;
   }
+  labels_.push_back(open_label(window_kind::tail));
+  ++closed_;
+}
+
+window_label step_windows::open_label(window_kind after_steps) const {
   window_label l;
   if (open_ == open_kind::setup) {
     l.kind = window_kind::setup;
@@ -177,10 +175,9 @@ void step_windows::on_exit() {
     l.kind = window_kind::phase;
     l.phase = open_phase_;
   } else {
-    l.kind = window_kind::tail;
+    l.kind = after_steps;
   }
-  labels_.push_back(std::move(l));
-  ++closed_;
+  return l;
 }
 
 window_label step_windows::take_label(std::uint64_t window_index) {

@@ -86,6 +86,8 @@ class step_windows {
  private:
   enum class open_kind { setup, step, phase };
   void close(window_label label, mono_time t);
+  // The label of the open window: setup, its phase, or `after_steps` when steps are under way.
+  window_label open_label(window_kind after_steps) const;
   // Metrics on a line that is not a boundary (a Hugging Face log dict, a validation line at the
   // same step) belong to the window that just closed, if it has not been reported yet.
   void attach_metrics(const std::vector<steps::metric>& metrics);
