@@ -22,6 +22,15 @@ bool counter_characterised(std::size_t reads, std::size_t changes) {
   return continuous || stepped;
 }
 
+// A counter that starts moving after the start burst is read densely again, at most this often.
+constexpr std::chrono::seconds kLearnAgain{10};
+// A burst that saw a counter move and still learnt nothing (the machine was busy: reads came
+// late) is tried again at once, then after kLearnAgain, twice as long each time up to this; and
+// this long straight away when its reads could not have pinned an update (a round of every
+// device took longer than the narrow bracket: many GPUs, or a slow driver).  Without it, such a
+// node would be read back to back for 350 ms every 10 s for the whole run, learning nothing.
+constexpr std::chrono::seconds kLearnAgainMost{600};
+
 }  // namespace
 
 sampler::sampler(const backend_options& backend, sampler_options options) : options_(options) {
@@ -107,6 +116,9 @@ void sampler::start(std::vector<std::size_t> devices) {
   last_counter_mj_.assign(devices_.size(), std::nullopt);
   last_counter_uj_.assign(devices_.size(), std::nullopt);
   last_health_.assign(devices_.size(), std::nullopt);
+  learn_previous_.assign(devices_.size(), std::nullopt);
+  learn_next_.assign(devices_.size(), steady::now());
+  learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
   for (std::size_t i : devices_) {
     if (const auto& most = backend_->devices()[i].max_read_interval) {
       const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(*most);
@@ -206,9 +218,16 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   }
   const mono_time deadline = steady::now() + options_.start_burst_max;
   mono_time next = steady::now();
+  std::vector<bool> moved(devices_.size(), false);
+  // The closest two reads of a device came: the time between the starts of two rounds.
+  std::optional<mono_time> last_round;
+  auto closest = mono_time::duration::max();
   while (std::find(counts.begin(), counts.end(), true) != counts.end()) {
     next += options_.burst_spacing;
     if (next >= deadline || wait_until(stop, next, /*edges=*/false) == wake::finish) break;
+    const mono_time round = steady::now();
+    if (last_round) closest = std::min(closest, round - *last_round);
+    last_round = round;
     const auto now = read_round();
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       if (!counts[k]) continue;
@@ -217,17 +236,30 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
         continue;
       }
       ++reads[k];
-      if (now[k].second != previous[k]) ++changes[k];
+      if (now[k].second != previous[k]) {
+        ++changes[k];
+        moved[k] = true;
+      }
       previous[k] = now[k].second;
       if (counter_characterised(reads[k], changes[k])) counts[k] = false;
     }
   }
   // The dense reads cover the start boundary: no extra edge reads for it.
   edge_requested_.store(false);
+  const bool could_pin =
+      closest == mono_time::duration::max() ||  // fewer than two rounds: it says nothing
+      std::chrono::duration<double>(closest).count() <= counter_track::kNarrowBracketS;
+  const mono_time t = steady::now();
   std::lock_guard lock(mu_);
   if (abandoned_) return;
   for (std::size_t k = 0; k < devices_.size(); ++k) {
-    if (which[k]) accounting_->timeline(k).end_burst();
+    if (!which[k]) continue;
+    device_timeline& tl = accounting_->timeline(k);
+    tl.end_burst();
+    if (!moved[k] || tl.counter().model() != counter_track::model_kind::unknown) continue;
+    const auto wait = could_pin ? learn_wait_[k] : kLearnAgainMost;
+    learn_next_[k] = std::max(learn_next_[k], t + wait);
+    learn_wait_[k] = std::min(std::max(2 * wait, kLearnAgain), kLearnAgainMost);
   }
 }
 
@@ -235,17 +267,13 @@ void sampler::learn_when_moving(std::stop_token& stop,
                                 const std::vector<std::pair<std::uint64_t, double>>& now) {
   // A GPU idle through the start burst (its counter did not move) has not shown how its counter
   // advances; boundaries on it could then only be placed to within an update period.  When its
-  // counter starts moving, read it densely once more, at most every kLearnAgain.
-  constexpr auto kLearnAgain = std::chrono::seconds(10);
+  // counter starts moving, read it densely once more, at most every kLearnAgain (and less often
+  // after bursts that learnt nothing: start_burst).
   const mono_time t = steady::now();
   std::vector<bool> which(devices_.size(), false);
   bool any = false;
   {
     std::lock_guard lock(mu_);
-    if (learn_previous_.size() != devices_.size()) {
-      learn_previous_.assign(devices_.size(), std::nullopt);
-      learn_next_.assign(devices_.size(), t);
-    }
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       const device_info& info = backend_->devices()[devices_[k]];

@@ -155,9 +155,11 @@ class sampler {
   bool done_ = false;
   bool exited_ = false;  // thread_main has returned (or is about to)
   std::condition_variable cv_;
-  // learn_when_moving(): each counter's energy at the last tick, and when it may learn again.
+  // learn_when_moving(): each counter's energy at the last tick, when it may learn again, and
+  // how long it waits after a burst that saw its counter move and still learnt nothing.
   std::vector<std::optional<double>> learn_previous_;
   std::vector<mono_time> learn_next_;
+  std::vector<std::chrono::seconds> learn_wait_;
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};
