@@ -7,9 +7,13 @@ workload excluded) from 2 s after the workload started to 1 s before it ends, so
 shutdown are left out.  Memory: the peak of the tool's resident set (VmHWM, summed over its
 processes), and VmRSS early and late in the run to show growth.
 
-Also: `joules serve` idle (its default 1 s interval) and `matcha run --prometheus` (100 ms),
-scaling of the sampler cost with 1 and 64 GPUs (joules, matcha), the floor of any 100 ms sampler
-on this machine (bench/floor/wake.c: a thread that only wakes up every 100 ms), and joules' memory
+Also: `joules serve` idle (its default 1 s interval) and `matcha run --prometheus` (100 ms);
+two floors, side by side with the tools: any 100 ms sampler on this machine (bench/floor/wake.c:
+a thread that only wakes up every 100 ms) and any that reads these GPUs the way joules does
+(bench/floor/read_nvml.cpp: that thread making joules' one NVML call per GPU, and nothing else);
+scaling of the sampler cost with 1, 8 and 64 GPUs (joules, matcha, the bare reader, each run
+alone, so that no tool's readings fall on another's, which made the side-by-side runs at 64 GPUs
+vary by a third), and joules' memory
 against run length: an hour of readings at the default 100 ms (36,000) taken in 36 s by reading
 every millisecond, against 600 and 6,000 readings.  The fake NVML's clock is the machine's, so
 a run is not sped up as a whole; what grows with run length is the number of readings."""
@@ -25,6 +29,8 @@ from .common import (JOULES, ROOT, TOOLS, VENV, Watched, constant_scenario, fake
 from .render import fmt_mb, fmt_pct, fmt_ratio, fmt_spread
 
 NAME = "steady"
+FLOOR_WAKE = "floor: wake-up"
+FLOOR_READ = "floor: reader"
 
 
 def _batch(ctx, entries, seconds, env):
@@ -73,6 +79,7 @@ def run(ctx) -> dict:
     seconds = 15 if ctx.quick else 60
     reps = 1 if ctx.quick else 2
     env = fake_env(constant_scenario(8))
+    wake, reader = _floors(ctx)
     per = {}
     for r in range(reps):
         ctx.log(f"steady: {seconds} s run {r + 1}/{reps}, all tools side by side")
@@ -83,6 +90,8 @@ def run(ctx) -> dict:
             [str(VENV / "bin" / "matcha"), "run", "--prometheus", f"127.0.0.1:{free_port()}",
              "--", "sleep", str(seconds)], None, "sleep")
         entries["joules serve"] = ([str(JOULES), "serve", "--listen", "127.0.0.1:0"], None, None)
+        entries[FLOOR_WAKE] = ([str(wake), "100", str(seconds + 30)], None, None)
+        entries[FLOOR_READ] = ([str(reader), "100", str(seconds + 30)], None, None)
         res = _batch(ctx, entries, seconds, env)
         for label, m in res.items():
             per.setdefault(label, []).append(m)
@@ -100,33 +109,45 @@ def run(ctx) -> dict:
         if errs:
             out[label]["errors"] = errs
 
-    # Scaling with the number of GPUs, joules and matcha side by side.
+    # Scaling with the number of GPUs: each tool alone, one after the other.
     sseconds = 10 if ctx.quick else 12
-    scaling = {"8": {t: out[t]["cpu_per_wall_s"]["median"] for t in ("joules", "matcha")}}
-    scaling_rss = {"8": {t: out[t]["peak_rss_kb"]["median"] for t in ("joules", "matcha")}}
-    for gpus in (1, 64):
-        ctx.log(f"steady: {sseconds} s with {gpus} GPUs (joules, matcha)")
+    scaling, scaling_rss = {}, {}
+    for gpus in (1, 8, 64):
+        ctx.log(f"steady: {sseconds} s with {gpus} GPUs (joules, matcha, the bare reader; "
+                "each alone)")
         genv = fake_env(constant_scenario(gpus))
-        entries, dirs = _run_entries(ctx, {"joules": "joules", "matcha": "matcha"}, sseconds)
-        res = _batch(ctx, entries, sseconds, genv)
-        scaling[str(gpus)] = {t: res[t].get("cpu_per_wall_s") for t in ("joules", "matcha")}
-        scaling_rss[str(gpus)] = {t: res[t].get("peak_rss_kb") for t in ("joules", "matcha")}
-        for d in dirs:
-            rmtree(d)
+        scaling[str(gpus)], scaling_rss[str(gpus)] = {}, {}
+        for tool in ("joules", "matcha", "reader"):
+            if tool == "reader":
+                entries, dirs = {tool: ([str(reader), "100", str(sseconds + 30)], None, None)}, []
+            else:
+                entries, dirs = _run_entries(ctx, {tool: tool}, sseconds)
+            res = _batch(ctx, entries, sseconds, genv)[tool]
+            scaling[str(gpus)][tool] = res.get("cpu_per_wall_s")
+            scaling_rss[str(gpus)][tool] = res.get("peak_rss_kb")
+            for d in dirs:
+                rmtree(d)
+    floor = {"cpu_per_wall_s": out.get(FLOOR_WAKE, {}).get("cpu_per_wall_s", {}).get("median"),
+             "reader_cpu_per_wall_s":
+                 out.get(FLOOR_READ, {}).get("cpu_per_wall_s", {}).get("median"),
+             "runs": out.get(FLOOR_WAKE, {}).get("cpu_per_wall_s", {}).get("n"),
+             "period_ms": 100}
     return {"tools": out, "scaling_gpus_cpu": scaling, "scaling_gpus_rss_kb": scaling_rss,
-            "floor": _floor(ctx, sseconds), "run_length": _run_length(ctx, env),
+            "floor": floor, "run_length": _run_length(ctx, env),
             "conditions": {"gpus": 8, "latency_us": 20, "seconds": seconds, "repetitions": reps,
-                           "scaling_seconds": sseconds, "intervals": tools.DEFAULT_INTERVAL}}
+                           "scaling_seconds": sseconds, "scaling": "each tool alone",
+                           "intervals": tools.DEFAULT_INTERVAL}}
 
 
-def _floor(ctx, seconds) -> dict:
-    """CPU per wall second of a thread that only wakes up every 100 ms (bench/floor/wake.c)."""
-    exe = ctx.tmpdir("floor") / "wake"
-    subprocess.run(["cc", "-O2", "-o", str(exe), str(ROOT / "bench" / "floor" / "wake.c")],
+def _floors(ctx):
+    """The two floors' executables: bench/floor/wake.c and bench/floor/read_nvml.cpp."""
+    d = ctx.tmpdir("floor")
+    wake, reader = d / "wake", d / "read_nvml"
+    subprocess.run(["cc", "-O2", "-o", str(wake), str(ROOT / "bench" / "floor" / "wake.c")],
                    check=True)
-    ctx.log(f"steady: {seconds} s of a bare 100 ms wake-up (the floor of a 100 ms sampler)")
-    res = _batch(ctx, {"floor": ([str(exe), "100", str(seconds + 30)], None, None)}, seconds, {})
-    return {"cpu_per_wall_s": res["floor"].get("cpu_per_wall_s"), "period_ms": 100}
+    subprocess.run(["c++", "-std=c++20", "-O2", "-I", str(ROOT / "src"), "-o", str(reader),
+                    str(ROOT / "bench" / "floor" / "read_nvml.cpp"), "-ldl"], check=True)
+    return wake, reader
 
 
 def _run_length(ctx, env) -> dict:
@@ -182,15 +203,36 @@ def tables(res: dict) -> list[dict]:
                          "1×" if label == "joules" else fmt_ratio(ratio(p["median"], jm)),
                          str(p["n"])])
     sc, sr = res["scaling_gpus_cpu"], res["scaling_gpus_rss_kb"]
+    counts = ("1", "8", "64")
+
+    def cpu_cell(g, tool):
+        v = sc[g].get(tool)
+        return fmt_pct(v * 100 if v is not None else None)
+
+    def above_reader(g):
+        # CPU seconds per second over (readings per second × GPUs), in µs.
+        j, r = sc[g].get("joules"), sc[g].get("reader")
+        if j is None or r is None:
+            return "–"
+        return f"{(j - r) * 1e6 / (10 * int(g)):+.1f} µs"
+
     srows = []
     for tool in ("joules", "matcha"):
-        srows.append([f"{tool} CPU"] + [fmt_pct(sc[g][tool] * 100 if sc[g][tool] is not None else None)
-                                        for g in ("1", "8", "64")])
-        srows.append([f"{tool} peak RSS"] + [fmt_mb(sr[g][tool]) for g in ("1", "8", "64")])
-    floor = res.get("floor", {}).get("cpu_per_wall_s")
-    if floor is not None:
-        rows_cpu.append(["(floor: a thread that only wakes up every 100 ms)", fmt_pct(floor * 100),
-                         "", "1", "bench/floor/wake.c", ""])
+        srows.append([f"{tool} CPU"] + [cpu_cell(g, tool) for g in counts])
+        srows.append([f"{tool} peak RSS"] + [fmt_mb(sr[g].get(tool)) for g in counts])
+    srows.append(["bare reader CPU (bench/floor/read_nvml.cpp)"]
+                 + [cpu_cell(g, "reader") for g in counts])
+    srows.append(["joules − bare reader, per GPU and reading"] + [above_reader(g) for g in counts])
+    floor = res.get("floor", {})
+    if floor.get("cpu_per_wall_s") is not None:
+        rows_cpu.append(["(floor: a thread that only wakes up every 100 ms)",
+                         fmt_pct(floor["cpu_per_wall_s"] * 100), "", str(floor.get("runs", "")),
+                         "bench/floor/wake.c",
+                         ""])
+    if floor.get("reader_cpu_per_wall_s") is not None:
+        rows_cpu.append(["(floor: that thread reading the 8 GPUs as joules does, nothing else)",
+                         fmt_pct(floor["reader_cpu_per_wall_s"] * 100), "",
+                         str(floor.get("runs", "")), "bench/floor/read_nvml.cpp", ""])
     lrows = []
     length = res.get("run_length", {})
     if length.get("rss_kb_at_s"):
@@ -217,8 +259,8 @@ def tables(res: dict) -> list[dict]:
          "columns": ["tool", "peak RSS (median)", "spread", "RSS growth, early → late",
                      "peer ÷ joules", "runs"],
          "rows": rows_mem},
-        {"title": "Sampler cost against the number of GPUs (median of the runs at 8 GPUs; one "
-                  f"{res['conditions']['scaling_seconds']} s run at 1 and 64)",
+        {"title": "Sampler cost against the number of GPUs (each tool alone, one "
+                  f"{res['conditions']['scaling_seconds']} s run per cell)",
          "columns": ["", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
     ] + extra
 
