@@ -5,8 +5,8 @@
 #include <string>
 #include <string_view>
 
-#include "export/http_request.hpp"
 #include "fixtures/sample_exposition.hpp"
+#include "http/http_request.hpp"
 
 namespace {
 

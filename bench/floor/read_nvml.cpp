@@ -13,7 +13,7 @@
 #include <cstdlib>
 #include <vector>
 
-#include "nvml/nvml_abi.hpp"
+#include "backends/nvml/nvml_abi.hpp"
 
 namespace nv = joules::nvml;
 

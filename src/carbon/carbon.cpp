@@ -7,8 +7,8 @@
 #include <map>
 #include <mutex>
 
-#include "carbon/csv.hpp"
-#include "carbon/embedded_data.hpp"
+#include "data/csv.hpp"
+#include "data/embedded_data.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <utility>
 
-#include "carbon/embedded_data.hpp"
+#include "data/embedded_data.hpp"
 #include "util/strings.hpp"
 
 namespace joules::carbon {

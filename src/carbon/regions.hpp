@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-#include "carbon/csv.hpp"
+#include "data/csv.hpp"
 
 namespace joules::carbon {
 

@@ -15,9 +15,9 @@
 #include "cli/commands.hpp"
 #include "cli/energy_options.hpp"
 #include "cli/measure.hpp"
+#include "devices/device_scope.hpp"
 #include "doctor/report.hpp"
 #include "sampler/sampler.hpp"
-#include "scope/device_scope.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -180,7 +180,8 @@ int doctor_main(const parsed_args& args) {
   std::unique_ptr<sampler> readings;
   try {
     // The sampler's thread opens the backend and, below, asks it everything.
-    readings = std::make_unique<sampler>(backend, sampler_options{});
+    readings =
+        std::make_unique<sampler>([&backend] { return open_backend(backend); }, sampler_options{});
     r.backend_ok = true;
   } catch (const fatal_error& e) {
     r.backend_error = e.what();

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "carbon/carbon.hpp"
 #include "cli/options.hpp"
 

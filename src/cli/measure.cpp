@@ -9,9 +9,9 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "backend/sim_backend.hpp"
+#include "backends/sim/sim_backend.hpp"
 #include "cli/energy_options.hpp"
-#include "scope/device_scope.hpp"
+#include "devices/device_scope.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -282,7 +282,8 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   sampler_options options;
   options.interval = settings.interval;
   // The sampler's thread opens the backend: only that thread ever calls the driver.
-  sampler_ = std::make_unique<joules::sampler>(settings.backend, options);
+  sampler_ = std::make_unique<joules::sampler>([b = settings.backend] { return open_backend(b); },
+                                               options);
   const backend& hw = sampler_->hardware();
   for (const auto& n : hw.notices())
     note(n);

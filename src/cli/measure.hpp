@@ -9,15 +9,16 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
+#include "backends/composite/open_backend.hpp"
 #include "carbon/carbon.hpp"
 #include "cli/options.hpp"
-#include "cli/run_export.hpp"
-#include "export/run_metrics.hpp"
+#include "export/metrics/run_metrics.hpp"
 #include "proc/child.hpp"
 #include "record/jsonl_sink.hpp"
 #include "record/session_records.hpp"
 #include "sampler/sampler.hpp"
+#include "session/run_export.hpp"
 
 namespace joules::cli {
 

@@ -14,11 +14,11 @@
 #include "cli/commands.hpp"
 #include "cli/energy_options.hpp"
 #include "cli/measure.hpp"
+#include "devices/device_scope.hpp"
 #include "monitor/live.hpp"
 #include "monitor/terminal.hpp"
 #include "monitor/view.hpp"
 #include "sampler/sampler.hpp"
-#include "scope/device_scope.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -256,7 +256,7 @@ int monitor_main(const parsed_args& args) {
   sampler_options options;
   options.interval = s.interval;
   options.health_interval = s.interval;
-  sampler readings(s.backend, options);
+  sampler readings([b = s.backend] { return open_backend(b); }, options);
   const backend& hw = readings.hardware();
   for (const auto& n : hw.notices())
     note(n);

@@ -17,13 +17,13 @@
 #include <cstring>
 #include <optional>
 
-#include "backend/sim_backend.hpp"
+#include "backends/sim/sim_backend.hpp"
 #include "cli/commands.hpp"
 #include "cli/energy_options.hpp"
 #include "cli/measure.hpp"
-#include "export/label_policy.hpp"
-#include "export/metric_source.hpp"
-#include "export/prometheus_endpoint.hpp"
+#include "export/metrics/label_policy.hpp"
+#include "export/metrics/metric_source.hpp"
+#include "export/prometheus/prometheus_endpoint.hpp"
 #include "sampler/sampler.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
@@ -175,7 +175,7 @@ int serve_main(const parsed_args& args) {
   sampler_options options;
   options.interval = s.interval;
   options.health_interval = std::max(s.interval, std::chrono::milliseconds(1000));
-  sampler readings(s.backend, options);
+  sampler readings([b = s.backend] { return open_backend(b); }, options);
   const backend& hw = readings.hardware();
   for (const auto& n : hw.notices())
     note(n);

@@ -23,15 +23,15 @@
 #include "cli/commands.hpp"
 #include "cli/measure.hpp"
 #include "proc/child.hpp"
+#include "proc/child_streams.hpp"
+#include "proc/line_splitter.hpp"
+#include "proc/output_channel.hpp"
+#include "proc/output_gate.hpp"
+#include "session/wrap_report.hpp"
 #include "steps/step_parser.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
-#include "wrap/child_streams.hpp"
-#include "wrap/line_splitter.hpp"
-#include "wrap/output_channel.hpp"
-#include "wrap/output_gate.hpp"
-#include "wrap/step_windows.hpp"
-#include "wrap/wrap_report.hpp"
+#include "windows/step_windows.hpp"
 
 namespace joules::cli {
 namespace {

@@ -13,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.hpp"
-#include "scope/device_scope.hpp"
+#include "backends/backend.hpp"
+#include "devices/device_scope.hpp"
 
 namespace joules::doctor {
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "doctor/cuda_order.hpp"
 #include "health/findings.hpp"
 

@@ -16,7 +16,7 @@
 #include <optional>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "energy/device_timeline.hpp"
 #include "util/units.hpp"
 

@@ -8,7 +8,7 @@
 
 #include <optional>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "energy/counter_track.hpp"
 #include "energy/power_track.hpp"
 

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "monitor/power_history.hpp"
 #include "sampler/sampler.hpp"
 

@@ -8,10 +8,10 @@
 #include <utility>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "carbon/carbon.hpp"
+#include "devices/device_scope.hpp"
 #include "energy/accounting.hpp"
-#include "scope/device_scope.hpp"
 #include "util/clock.hpp"
 #include "util/json_writer.hpp"
 

@@ -33,9 +33,9 @@ constexpr std::chrono::seconds kLearnAgainMost{600};
 
 }  // namespace
 
-sampler::sampler(const backend_options& backend, sampler_options options) : options_(options) {
+sampler::sampler(backend_factory open, sampler_options options) : options_(options) {
   thread_ = std::jthread(
-      [this, backend](std::stop_token stop) { thread_main(std::move(stop), backend); });
+      [this, open = std::move(open)](std::stop_token stop) { thread_main(std::move(stop), open); });
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return opened_; });
   if (open_error_) {
@@ -56,9 +56,9 @@ sampler::~sampler() {
   }
 }
 
-void sampler::thread_main(std::stop_token stop, backend_options options) {
+void sampler::thread_main(std::stop_token stop, const backend_factory& open) {
   try {
-    backend_ = open_backend(options);
+    backend_ = open();
   } catch (...) {
     open_error_ = std::current_exception();
   }

@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
 #include "energy/accounting.hpp"
 #include "util/clock.hpp"
 
@@ -65,10 +65,13 @@ struct sampler_snapshot {
 
 class sampler {
  public:
-  // Starts the sampler thread, which opens the backend: from then on only that thread calls it,
-  // from its probing at open to nvmlShutdown at the end (DESIGN.md: nobody else calls NVML).
-  // Throws what opening the backend threw.
-  sampler(const backend_options& backend, sampler_options options);
+  // Opens a backend; called once, on the sampler thread.
+  using backend_factory = std::function<std::unique_ptr<backend>()>;
+
+  // Starts the sampler thread, which opens the backend with `open`: from then on only that
+  // thread calls it, from its probing at open to its shutdown at the end (nobody else calls the
+  // driver: docs/architecture.md).  Throws what `open` threw.
+  sampler(backend_factory open, sampler_options options);
   ~sampler();
   sampler(const sampler&) = delete;
   sampler& operator=(const sampler&) = delete;
@@ -121,7 +124,7 @@ class sampler {
  private:
   enum class wake { timeout, edge, finish };
 
-  void thread_main(std::stop_token stop, backend_options options);
+  void thread_main(std::stop_token stop, const backend_factory& open);
   void run_task(const std::function<void()>& task);
   void run(std::stop_token stop);
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device

@@ -14,7 +14,7 @@ from conftest import JOULES, fake_gpus
 
 NO_RAPL = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
 INTERVAL_S = 0.5
-SLOW_S = 5.0  # the slow tier's period (src/backend/nvml_health.hpp)
+SLOW_S = 5.0  # the slow tier's period (src/backends/nvml/nvml_health.hpp)
 # Calls per GPU and health read with every reading answered: the power and energy reading, and 10
 # for health (utilisation, memory, temperature, two clocks, clock-event reasons, PCIe generation,
 # one field-values call, two GPM); a slow read adds 5 (PCIe width, persistence mode,

@@ -17,7 +17,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent.parent
-DEF_FILE = ROOT / "src" / "nvml" / "nvml_symbols.def"
+DEF_FILE = ROOT / "src" / "backends" / "nvml" / "nvml_symbols.def"
 VARIANT_CUTOFF = {"full": 1_000_000, "r470": 1104, "r390": 899}
 
 SUCCESS, UNINITIALIZED, INVALID_ARGUMENT, NOT_SUPPORTED, NO_PERMISSION = 0, 1, 2, 3, 4

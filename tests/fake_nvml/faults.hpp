@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "nvml/nvml_abi.hpp"
+#include "backends/nvml/nvml_abi.hpp"
 
 namespace fake_nvml {
 

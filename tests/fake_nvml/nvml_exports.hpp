@@ -5,13 +5,13 @@
 // runtime.cpp takes the address of every entry, so a missing definition fails the link
 // (-Wl,--no-undefined).  Which of them a variant exports is decided by its linker version script.
 
-#include "nvml/nvml_abi.hpp"
+#include "backends/nvml/nvml_abi.hpp"
 
 namespace joules::nvml {
 extern "C" {
 #define JOULES_NVML_FN(level, ret, name, params) \
   __attribute__((visibility("default"))) ret name params;
-#include "nvml/nvml_symbols.def"
+#include "backends/nvml/nvml_symbols.def"
 #undef JOULES_NVML_FN
 }
 }  // namespace joules::nvml

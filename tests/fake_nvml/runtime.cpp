@@ -23,7 +23,7 @@
 extern const void* const fake_nvml_entry_points[];
 const void* const fake_nvml_entry_points[] = {
 #define JOULES_NVML_FN(level, ret, name, params) reinterpret_cast<const void*>(&joules::nvml::name),
-#include "nvml/nvml_symbols.def"
+#include "backends/nvml/nvml_symbols.def"
 #undef JOULES_NVML_FN
 };
 
@@ -38,7 +38,7 @@ struct symbol_info {
 };
 constexpr symbol_info kSymbols[kFnCount] = {
 #define JOULES_NVML_FN(level, ret, name, params) {#name, level},
-#include "nvml/nvml_symbols.def"
+#include "backends/nvml/nvml_symbols.def"
 #undef JOULES_NVML_FN
 };
 

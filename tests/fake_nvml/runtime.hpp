@@ -5,7 +5,7 @@
 
 #include <cstddef>
 
-#include "nvml/nvml_abi.hpp"
+#include "backends/nvml/nvml_abi.hpp"
 #include "scenario.hpp"
 
 namespace fake_nvml {
@@ -15,7 +15,7 @@ namespace nv = joules::nvml;
 // One enumerator per entry of nvml_symbols.def, in its order.
 enum class fn : std::size_t {
 #define JOULES_NVML_FN(level, ret, name, params) name,
-#include "nvml/nvml_symbols.def"
+#include "backends/nvml/nvml_symbols.def"
 #undef JOULES_NVML_FN
   count
 };

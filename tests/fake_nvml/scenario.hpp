@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "backends/nvml/nvml_abi.hpp"
 #include "faults.hpp"
 #include "health.hpp"
-#include "nvml/nvml_abi.hpp"
 #include "power_model.hpp"
 
 namespace fake_nvml {

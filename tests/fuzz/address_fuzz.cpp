@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "export/http_client.hpp"
-#include "export/listen_address.hpp"
 #include "fuzz/fuzz_input.hpp"
+#include "http/http_client.hpp"
+#include "http/listen_address.hpp"
 #include "util/error.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {

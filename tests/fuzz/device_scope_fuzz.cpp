@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "devices/device_scope.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "scope/device_scope.hpp"
 #include "util/error.hpp"
 
 namespace {

@@ -1,4 +1,4 @@
-// libFuzzer target for the HTTP request parser (src/export/http_request.cpp).  Besides crashes
+// libFuzzer target for the HTTP request parser (src/http/http_request.cpp).  Besides crashes
 // and sanitizer reports, it checks what the server relies on:
 //   - a complete head lies inside the buffer and within the limit, its views point into it;
 //     a served method's path starts with '/';
@@ -10,8 +10,8 @@
 #include <cstdlib>
 #include <string_view>
 
-#include "export/http_request.hpp"
 #include "fuzz/fuzz_input.hpp"
+#include "http/http_request.hpp"
 
 namespace {
 

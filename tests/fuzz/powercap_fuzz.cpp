@@ -11,8 +11,8 @@
 #include <set>
 #include <string>
 
+#include "backends/rapl/powercap.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "rapl/powercap.hpp"
 
 namespace {
 

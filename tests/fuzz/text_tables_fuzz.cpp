@@ -6,10 +6,10 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/rapl/cpu_estimate.hpp"
 #include "carbon/carbon.hpp"
-#include "carbon/csv.hpp"
+#include "data/csv.hpp"
 #include "fuzz/fuzz_input.hpp"
-#include "rapl/cpu_estimate.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace joules;

@@ -4,7 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "carbon/carbon.hpp"
-#include "carbon/csv.hpp"
+#include "data/csv.hpp"
 #include "util/error.hpp"
 
 namespace joules::carbon {

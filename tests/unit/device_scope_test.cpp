@@ -1,4 +1,4 @@
-#include "scope/device_scope.hpp"
+#include "devices/device_scope.hpp"
 
 #include <gtest/gtest.h>
 

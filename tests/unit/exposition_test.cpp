@@ -1,4 +1,4 @@
-#include "export/exposition.hpp"
+#include "export/metrics/exposition.hpp"
 
 #include <gtest/gtest.h>
 
@@ -14,8 +14,8 @@
 #include <set>
 #include <sstream>
 
-#include "export/label_policy.hpp"
-#include "export/text_format.hpp"
+#include "export/metrics/label_policy.hpp"
+#include "export/prometheus/text_format.hpp"
 #include "fixtures/sample_exposition.hpp"
 
 namespace joules::exporter {

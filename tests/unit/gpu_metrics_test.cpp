@@ -1,9 +1,10 @@
-#include "export/gpu_metrics.hpp"
+#include "export/metrics/gpu_metrics.hpp"
+#include "backends/nvml/nvml_decode.hpp"
 
 #include <gtest/gtest.h>
 
-#include "export/footprint_metrics.hpp"
-#include "export/self_metrics.hpp"
+#include "export/metrics/footprint_metrics.hpp"
+#include "export/metrics/self_metrics.hpp"
 
 namespace joules::exporter {
 namespace {
@@ -28,7 +29,7 @@ health_reading health() {
   h.memory_reserved_bytes = 536870912ULL;
   h.temperature_c = 64;
   h.sm_clock_mhz = 1980;
-  h.throttle = clock_events::decode(0);
+  h.throttle = nvml::decode_clock_events(0);
   h.throttle->sw_power_cap = true;
   h.remapped_rows_corrected = 2;
   h.remapped_rows_uncorrected = 0;

@@ -1,3 +1,4 @@
+#include "backends/nvml/nvml_decode.hpp"
 #include "health/findings.hpp"
 
 #include <gtest/gtest.h>
@@ -37,7 +38,7 @@ health_reading healthy() {
   h.default_power_limit_w = 700;
   h.temperature_c = 60;
   h.slowdown_temperature_c = 89;
-  h.throttle = clock_events::decode(0x4);  // power cap: normal under load
+  h.throttle = nvml::decode_clock_events(0x4);  // power cap: normal under load
   return h;
 }
 
@@ -91,13 +92,13 @@ TEST(HealthFindings, EachConditionWithItsSeverity) {
   expect_one(h, "remap_failure", severity::critical, kUnhealthy);
 
   h = healthy();
-  h.throttle = clock_events::decode(0x40);
+  h.throttle = nvml::decode_clock_events(0x40);
   expect_one(h, "hw_thermal_slowdown", severity::critical, kUnhealthy);
-  h.throttle = clock_events::decode(0x8);
+  h.throttle = nvml::decode_clock_events(0x8);
   expect_one(h, "hw_slowdown", severity::critical, kUnhealthy);
-  h.throttle = clock_events::decode(0x80);
+  h.throttle = nvml::decode_clock_events(0x80);
   expect_one(h, "hw_power_brake", severity::critical, kUnhealthy);
-  h.throttle = clock_events::decode(0x20);
+  h.throttle = nvml::decode_clock_events(0x20);
   expect_one(h, "sw_thermal_slowdown", severity::warning, kWarnings);
 
   h = healthy();
@@ -137,7 +138,7 @@ TEST(HealthFindings, AnIdleLinkMaySlowDown) {
   auto h = healthy();
   h.pcie_generation = 1;
   h.gpu_util_percent = 0;
-  h.throttle = clock_events::decode(0x1);
+  h.throttle = nvml::decode_clock_events(0x1);
   expect_one(h, "pcie_generation_idle", severity::info, kHealthy);
 }
 

@@ -1,12 +1,12 @@
-#include "export/http_request.hpp"
+#include "http/http_request.hpp"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
 
-#include "export/http_response.hpp"
-#include "export/listen_address.hpp"
+#include "http/http_response.hpp"
+#include "http/listen_address.hpp"
 #include "util/error.hpp"
 
 namespace joules::exporter {

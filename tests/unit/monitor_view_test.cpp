@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "backends/nvml/nvml_decode.hpp"
 #include "health/findings.hpp"
 #include "monitor/power_history.hpp"
 #include "monitor/view.hpp"
@@ -101,8 +102,8 @@ TEST(MonitorFormat, NumbersForPeople) {
   EXPECT_EQ(rate_text(1.5e9), "1.5 GB/s");
   EXPECT_EQ(duration_text(3725), "1h02m");
   EXPECT_EQ(duration_text(185), "3m05s");
-  EXPECT_EQ(throttle_text(clock_events::decode(0x4 | 0x40)), "power cap, hw thermal");
-  EXPECT_EQ(throttle_text(clock_events::decode(0)), "none");
+  EXPECT_EQ(throttle_text(nvml::decode_clock_events(0x4 | 0x40)), "power cap, hw thermal");
+  EXPECT_EQ(throttle_text(nvml::decode_clock_events(0)), "none");
   EXPECT_EQ(throttle_text(std::nullopt), "-");
 }
 
@@ -143,7 +144,7 @@ struct fixture {
       h.max_sm_clock_mhz = 1980;
       h.power_limit_w = 700;
       h.default_power_limit_w = 700;
-      h.throttle = clock_events::decode(0x4);
+      h.throttle = nvml::decode_clock_events(0x4);
       h.persistence_mode = i != 1;
       h.processes_known = true;
       d.now.health = h;
@@ -287,7 +288,7 @@ device_view sick_gpu(device_view d) {
   h.remap_failure = true;
   h.remap_pending = true;
   h.retirement_pending = true;
-  h.throttle = clock_events::decode(0x4 | 0x8 | 0x20 | 0x40 | 0x80);
+  h.throttle = nvml::decode_clock_events(0x4 | 0x8 | 0x20 | 0x40 | 0x80);
   h.pcie_generation = 3;
   h.pcie_width = 8;
   h.pcie_max_generation = 5;

@@ -1,4 +1,4 @@
-#include "backend/nvml_decode.hpp"
+#include "backends/nvml/nvml_decode.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,11 +1,11 @@
-#include "export/otlp_json.hpp"
+#include "export/otlp/otlp_json.hpp"
 
 #include <gtest/gtest.h>
 
 #include <limits>
 #include <nlohmann/json.hpp>
 
-#include "export/http_client.hpp"
+#include "http/http_client.hpp"
 #include "util/error.hpp"
 
 namespace joules::exporter {

@@ -15,9 +15,9 @@
 #include <string>
 #include <string_view>
 
-#include "export/gzip_member.hpp"
-#include "export/http_connection.hpp"
-#include "export/prometheus_endpoint.hpp"
+#include "export/prometheus/prometheus_endpoint.hpp"
+#include "http/gzip_member.hpp"
+#include "http/http_connection.hpp"
 
 namespace joules::exporter {
 namespace {

@@ -17,12 +17,12 @@
 #include <fstream>
 #include <set>
 
-#include "backend/backend.hpp"
+#include "backends/backend.hpp"
+#include "backends/rapl/cpu_backend.hpp"
+#include "backends/rapl/cpu_estimate.hpp"
+#include "backends/rapl/powercap.hpp"
 #include "energy/accounting.hpp"
 #include "energy/counter_track.hpp"
-#include "rapl/cpu_backend.hpp"
-#include "rapl/cpu_estimate.hpp"
-#include "rapl/powercap.hpp"
 #include "util/error.hpp"
 
 namespace joules::rapl {

@@ -1,12 +1,12 @@
-#include "export/run_metrics.hpp"
+#include "export/metrics/run_metrics.hpp"
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <thread>
 
-#include "export/exposition.hpp"
-#include "export/run_families.hpp"
+#include "export/metrics/exposition.hpp"
+#include "export/metrics/run_families.hpp"
 
 namespace joules::exporter {
 namespace {

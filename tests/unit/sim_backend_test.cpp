@@ -1,4 +1,4 @@
-#include "backend/sim_backend.hpp"
+#include "backends/sim/sim_backend.hpp"
 
 #include <gtest/gtest.h>
 

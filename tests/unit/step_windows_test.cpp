@@ -1,5 +1,5 @@
 // step_windows: which window each stretch of a wrapped run belongs to, fed by the real parser.
-#include "wrap/step_windows.hpp"
+#include "windows/step_windows.hpp"
 
 #include <gtest/gtest.h>
 

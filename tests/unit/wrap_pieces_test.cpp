@@ -6,11 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "wrap/line_splitter.hpp"
-#include "wrap/output_channel.hpp"
-#include "wrap/output_gate.hpp"
-#include "wrap/predictor.hpp"
-#include "wrap/stragglers.hpp"
+#include "proc/line_splitter.hpp"
+#include "proc/output_channel.hpp"
+#include "proc/output_gate.hpp"
+#include "windows/predictor.hpp"
+#include "windows/stragglers.hpp"
 
 namespace joules {
 namespace {

@@ -1,0 +1,47 @@
+#include "backends/backend.hpp"
+
+namespace joules {
+
+std::string_view to_string(energy_method m) {
+  switch (m) {
+    case energy_method::counter:
+      return "counter";
+    case energy_method::polled:
+      return "polled";
+    case energy_method::simulated:
+      return "simulated";
+    case energy_method::estimated:
+      return "estimated";
+    case energy_method::none:
+      return "none";
+  }
+  return "none";
+}
+
+std::string_view to_string(power_source s) {
+  switch (s) {
+    case power_source::none:
+      return "none";
+    case power_source::field_instant:
+      return "instant";
+    case power_source::power_usage:
+      return "power_usage";
+    case power_source::model:
+      return "model";
+  }
+  return "none";
+}
+
+std::string_view to_string(device_kind k) {
+  switch (k) {
+    case device_kind::gpu:
+      return "gpu";
+    case device_kind::cpu:
+      return "cpu";
+    case device_kind::dram:
+      return "dram";
+  }
+  return "gpu";
+}
+
+}  // namespace joules

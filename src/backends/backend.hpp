@@ -1,0 +1,188 @@
+#pragma once
+// The one small interface between joules and hardware.  A backend lists its devices with the
+// capabilities probed once at open, and reads a device.  Backends know hardware and nothing else:
+// no clocks, no accounting, no output.
+//
+// Thread-safety: devices() and meta() may be called from any thread; read() and everything that
+// touches the hardware are called by the sampler thread only (DESIGN.md), after open.
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "backends/health.hpp"
+#include "util/units.hpp"
+
+namespace joules {
+
+// How a number was obtained (DESIGN.md invariant 3).  Written to records by name.
+enum class energy_method {
+  counter,    // differences of the device's own energy counter
+  polled,     // trapezoidal integration of polled power readings
+  simulated,  // the sim backend's model
+  estimated,  // a model of a device that cannot be measured (RAPL issue: TDP x utilisation)
+  none,       // nothing could be measured
+};
+std::string_view to_string(energy_method m);
+
+// Where a device's power readings come from.
+enum class power_source {
+  none,
+  field_instant,  // NVML_FI_DEV_POWER_INSTANT through nvmlDeviceGetFieldValues
+  power_usage,    // nvmlDeviceGetPowerUsage (a 1 s average on Ampere and newer)
+  model,          // the sim backend
+};
+std::string_view to_string(power_source s);
+
+// What a device is: a GPU, or a RAPL domain (src/rapl) — a CPU package (or the platform, psys,
+// where no package domain exists) or the DRAM of a package.
+enum class device_kind { gpu, cpu, dram };
+std::string_view to_string(device_kind k);
+
+// A counter that counts modulo `modulus_uj` (RAPL's energy_uj wraps at max_energy_range_uj): a
+// decrease whose implied power is at most `max_power` is a wrap, a larger one a reset.
+struct counter_wrap {
+  std::uint64_t modulus_uj = 0;
+  watts max_power;
+};
+
+struct device_info {
+  device_kind kind = device_kind::gpu;
+  unsigned index = 0;      // the backend's own index (NVML index, as nvidia-smi shows it)
+  std::string uuid;        // the key of the device in every record (DESIGN.md invariant 5)
+  std::string pci_bus_id;  // fallback key
+  std::string name;
+  std::string architecture;  // "hopper", "ampere", ...; empty when unknown
+  bool has_energy_counter = false;
+  power_source power = power_source::none;
+  // Averaging window of the power reading when it is known (1 s for nvmlDeviceGetPowerUsage on
+  // Ampere and newer); readings are placed at the middle of their window.
+  std::optional<seconds> power_window;
+  std::optional<watts> power_limit;
+  std::optional<watts> default_power_limit;
+  std::optional<watts> min_power_limit;
+  std::optional<watts> max_power_limit;
+  bool simulated = false;
+  // A model of a device that cannot be measured (CPU power from TDP x utilisation); `name`
+  // says which model.
+  bool estimated = false;
+  // The energy counter advances at every hardware update (~1 ms for RAPL), so an unchanged value
+  // between two reads means no energy was used: no update period to learn.
+  bool counter_continuous = false;
+  std::optional<counter_wrap> wrap;  // when the counter wraps (RAPL)
+  // The device must be read at least this often (a wrapping counter must not wrap twice
+  // between two reads); the sampler shortens its interval to it.
+  std::optional<seconds> max_read_interval;
+
+  // The method this device's energy will be measured with when nothing fails.
+  energy_method method() const {
+    if (simulated) return energy_method::simulated;
+    if (estimated) return energy_method::estimated;
+    if (has_energy_counter) return energy_method::counter;
+    if (power != power_source::none) return energy_method::polled;
+    return energy_method::none;
+  }
+  const std::string& key() const { return uuid.empty() ? pci_bus_id : uuid; }
+};
+
+enum class read_status {
+  ok,     // the requested readings that the device supports are filled in
+  lost,   // the device fell off the bus or otherwise became inaccessible, for good
+  error,  // this read failed; later reads may succeed
+};
+
+// What to read.  The sampler reads only the counter while it pins down counter update instants.
+enum class read_what { all, counter };
+
+struct device_reading {
+  read_status status = read_status::ok;
+  std::optional<std::uint64_t> energy_mj;  // raw counter: mJ since the driver was loaded
+  // Raw counter in µJ (RAPL energy_uj), for devices whose counter has µJ resolution; it may
+  // wrap (device_info::wrap).  A reading carries energy_mj or energy_uj, never both.
+  std::optional<std::uint64_t> energy_uj;
+  std::optional<watts> power;
+  int error_code = 0;  // the backend's own code when status != ok (NVML return value)
+  // A capability that answered NOT_SUPPORTED mid-run; the sampler turns it off for good.
+  bool counter_unsupported = false;
+  bool power_unsupported = false;
+};
+
+// What became of a component besides the GPUs (docs/carbon.md).
+struct component_status {
+  device_kind kind = device_kind::cpu;
+  energy_method method = energy_method::none;  // none: not measured
+  std::string detail;  // how it is measured (the domains, the model), or why it is not
+  std::string fix;     // what would make it measurable (unreadable RAPL: the exact commands)
+  // RAPL zones found but not added into it, each with the reason ("intel-rapl:1 (psys): the
+  // whole platform, which contains the packages: not added to them").
+  std::vector<std::string> left_out;
+};
+
+struct backend_meta {
+  std::string backend;       // "nvml", "sim"
+  std::string library_path;  // the NVML file loaded
+  std::string driver_version;
+  std::string library_version;  // NVML version
+  int symbols_found = 0;        // NVML entry points the library exports, of those joules knows
+  int symbols_known = 0;
+};
+
+class backend {
+ public:
+  virtual ~backend() = default;
+
+  virtual const backend_meta& meta() const = 0;
+  virtual const std::vector<device_info>& devices() const = 0;
+  // Reads device `i` (an index into devices()).  Never throws; failures are in the status.
+  virtual device_reading read(std::size_t i, read_what what) = 0;
+
+  // Health and profiling readings of device `i` (every field optional).  Slower than read():
+  // the sampler asks for them at its health interval only.  Never throws.
+  virtual health_reading read_health(std::size_t i) {
+    (void)i;
+    return {};
+  }
+
+  // What `doctor` shows about device `i`: its health readings, GPM, power-limit control.  May
+  // be slow and, to learn whether this process may change the power limit, sets the limit to the
+  // value it already has (a no-op).  Sampler thread only, before sampling starts.  Never throws.
+  virtual device_capabilities probe_capabilities(std::size_t i) {
+    (void)i;
+    return {};
+  }
+
+  // For CUDA_VISIBLE_DEVICES entries naming a MIG instance: the UUID of the GPU that holds it.
+  virtual std::optional<std::string> parent_of_mig(std::string_view mig_uuid) {
+    (void)mig_uuid;
+    return std::nullopt;
+  }
+
+  // Lines to show the user about devices that were found but cannot be used (no permission...).
+  const std::vector<std::string>& notices() const { return notices_; }
+
+  // What became of CPU and DRAM (open_backend): measured, estimated or not, and why.
+  const std::vector<component_status>& components() const { return components_; }
+
+ protected:
+  std::vector<std::string> notices_;
+  std::vector<component_status> components_;
+};
+
+// Which components to measure besides (or instead of) the GPUs (--components; docs/carbon.md).
+struct component_options {
+  bool gpu = true;
+  bool cpu = true;
+  bool dram = true;
+  // --components was given: a named component that cannot be measured is an error, not a note.
+  bool named = false;
+  // Estimate the CPU from TDP x utilisation where RAPL cannot measure it (--estimate-cpu).
+  bool estimate_cpu = false;
+  std::optional<double> cpu_tdp_w;  // overrides the TDP table (--cpu-tdp)
+  std::string powercap_root;        // empty: JOULES_POWERCAP_ROOT, else /sys/class/powercap
+  std::string proc_root;            // empty: JOULES_PROC_ROOT, else /proc (for /proc/stat)
+};
+
+}  // namespace joules

@@ -1,0 +1,118 @@
+#pragma once
+// Health and profiling readings of a device: what `monitor`, `doctor` and `serve` show next to
+// power and energy.  Every reading is optional: a device (or driver) that does not support one
+// leaves it empty, probed once at open and never asked again (unknown is not zero).
+//
+// Units are in the names; percentages are 0-100 as NVML reports them.
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace joules {
+
+// Clock event ("throttle") reasons.  `raw` is the bitmask in NVML's layout (the backends of
+// other vendors map their reasons into it), which dcgm-exporter's names publish as a number
+// (docs/nvml-notes.md, clock events).
+struct clock_events {
+  std::uint64_t raw = 0;
+  bool gpu_idle = false;
+  bool sw_power_cap = false;
+  bool hw_slowdown = false;
+  bool sync_boost = false;
+  bool sw_thermal = false;
+  bool hw_thermal = false;
+  bool hw_power_brake = false;
+  bool display_clock = false;
+  bool applications_clocks = false;
+
+  // Short names of the active reasons, e.g. {"power_cap", "hw_thermal"}.
+  std::vector<std::string> active() const;
+};
+
+struct gpu_process {
+  unsigned pid = 0;
+  std::optional<std::uint64_t> used_memory_bytes;
+  bool graphics = false;  // a graphics (not compute) context
+};
+
+struct health_reading {
+  // Utilisation and memory.
+  std::optional<unsigned> gpu_util_percent;
+  std::optional<unsigned> memory_util_percent;
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<std::uint64_t> memory_used_bytes;
+  std::optional<std::uint64_t> memory_reserved_bytes;
+
+  // Thermals, clocks, fan.
+  std::optional<double> temperature_c;
+  std::optional<double> memory_temperature_c;
+  std::optional<double> slowdown_temperature_c;
+  std::optional<double> shutdown_temperature_c;
+  std::optional<unsigned> sm_clock_mhz;
+  std::optional<unsigned> memory_clock_mhz;
+  std::optional<unsigned> max_sm_clock_mhz;
+  std::optional<unsigned> max_memory_clock_mhz;
+  std::optional<joules::clock_events> throttle;  // clock event reasons
+  std::optional<unsigned> fan_percent;
+
+  // Memory errors.
+  std::optional<bool> ecc_enabled;
+  std::optional<std::uint64_t> ecc_corrected_volatile;
+  std::optional<std::uint64_t> ecc_uncorrected_volatile;
+  std::optional<std::uint64_t> ecc_corrected_aggregate;
+  std::optional<std::uint64_t> ecc_uncorrected_aggregate;
+  std::optional<unsigned> retired_pages_single_bit;
+  std::optional<unsigned> retired_pages_double_bit;
+  std::optional<bool> retirement_pending;
+  std::optional<unsigned> remapped_rows_corrected;
+  std::optional<unsigned> remapped_rows_uncorrected;
+  std::optional<bool> remap_pending;
+  std::optional<bool> remap_failure;
+
+  // PCIe.
+  std::optional<unsigned> pcie_generation;
+  std::optional<unsigned> pcie_width;
+  std::optional<unsigned> pcie_max_generation;
+  std::optional<unsigned> pcie_max_width;
+  std::optional<std::uint64_t> pcie_replays;
+  std::optional<double> pcie_tx_bytes_per_s;
+  std::optional<double> pcie_rx_bytes_per_s;
+
+  // Power management.
+  std::optional<bool> persistence_mode;
+  std::optional<double> power_limit_w;  // enforced
+  std::optional<double> default_power_limit_w;
+  std::optional<unsigned> performance_state;  // P0 = 0
+
+  // GPM, Hopper and newer (nvml.md §1.8): computed between two readings >= 100 ms apart, so the
+  // first reading of a device has none.
+  std::optional<double> sm_activity_percent;
+  std::optional<double> sm_occupancy_percent;
+  std::optional<double> tensor_activity_percent;
+  std::optional<double> dram_bandwidth_percent;
+  std::optional<double> gpm_pcie_tx_bytes_per_s;
+  std::optional<double> gpm_pcie_rx_bytes_per_s;
+  std::optional<double> nvlink_tx_bytes_per_s;
+  std::optional<double> nvlink_rx_bytes_per_s;
+
+  std::vector<gpu_process> processes;
+  bool processes_known = false;
+};
+
+// What `doctor` reports about a device beyond device_info (backend::probe_capabilities).
+struct device_capabilities {
+  // Health readings the device answered, by name ("utilization", "ecc", "gpm", ...), in the
+  // order health_reading lists them; empty when the backend has none.
+  std::vector<std::string> health_readings;
+  std::optional<bool> gpm;  // GPM metrics (SM/tensor activity), Hopper and newer
+  // The power limit can be set (the driver has the call and a range), and this process may.
+  std::optional<bool> power_limit_control;
+  std::optional<bool> power_limit_permission;
+  std::optional<bool> mig_enabled;
+  std::optional<int> compute_capability_major;
+  std::optional<int> compute_capability_minor;
+};
+
+}  // namespace joules

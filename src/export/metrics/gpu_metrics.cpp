@@ -1,0 +1,336 @@
+#include "export/metrics/gpu_metrics.hpp"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <optional>
+#include <string_view>
+
+namespace joules::exporter {
+namespace {
+
+using reading = std::optional<double>;
+using device_state = sampler_snapshot::device;
+using getter = reading (*)(const device_info&, const device_state&);
+
+template <class T>
+reading known(const std::optional<T>& v) {
+  return v ? reading(static_cast<double>(*v)) : std::nullopt;
+}
+
+// A health reading through a member pointer: h<&health_reading::temperature_c>.
+template <auto member>
+reading h(const device_info& /*info*/, const device_state& d) {
+  return d.health ? known((*d.health).*member) : std::nullopt;
+}
+
+struct simple_metric {
+  std::string_view name;
+  std::string_view help;
+  metric_type type;
+  getter get;
+  double scale = 1.0;  // to SI: percent -> ratio, MHz -> Hz
+};
+
+// clang-format off
+constexpr std::array kSimple = {
+  simple_metric{"joules_gpu_power_watts", "Power draw of the GPU board, in watts (the latest reading).", metric_type::gauge,
+    [](const device_info&, const device_state& d) { return d.power_w; }},
+  simple_metric{"joules_gpu_energy_joules_total", "Energy used by the GPU since joules started reading it, in joules (its energy counter where it has one, else integrated power).", metric_type::counter,
+    [](const device_info&, const device_state& d) { return d.energy_j; }},
+  simple_metric{"joules_gpu_power_limit_watts", "Power limit the GPU enforces, in watts.", metric_type::gauge,
+    [](const device_info& i, const device_state& d) {
+      if (d.health && d.health->power_limit_w) return d.health->power_limit_w;
+      return i.power_limit ? reading(i.power_limit->value) : std::nullopt; }},
+  simple_metric{"joules_gpu_default_power_limit_watts", "Power limit the GPU boots with, in watts.", metric_type::gauge,
+    [](const device_info& i, const device_state& d) {
+      if (d.health && d.health->default_power_limit_w) return d.health->default_power_limit_w;
+      return i.default_power_limit ? reading(i.default_power_limit->value) : std::nullopt; }},
+  simple_metric{"joules_gpu_min_power_limit_watts", "Lowest power limit the GPU accepts, in watts.", metric_type::gauge,
+    [](const device_info& i, const device_state&) { return i.min_power_limit ? reading(i.min_power_limit->value) : std::nullopt; }},
+  simple_metric{"joules_gpu_max_power_limit_watts", "Highest power limit the GPU accepts, in watts.", metric_type::gauge,
+    [](const device_info& i, const device_state&) { return i.max_power_limit ? reading(i.max_power_limit->value) : std::nullopt; }},
+  simple_metric{"joules_gpu_utilization_ratio", "Share of the last sample period in which a kernel ran (0-1).", metric_type::gauge,
+    h<&health_reading::gpu_util_percent>, 0.01},
+  simple_metric{"joules_gpu_memory_utilization_ratio", "Share of the last sample period in which device memory was read or written (0-1).", metric_type::gauge,
+    h<&health_reading::memory_util_percent>, 0.01},
+  simple_metric{"joules_gpu_memory_total_bytes", "Device memory, in bytes.", metric_type::gauge,
+    h<&health_reading::memory_total_bytes>},
+  simple_metric{"joules_gpu_memory_used_bytes", "Device memory in use, in bytes.", metric_type::gauge,
+    h<&health_reading::memory_used_bytes>},
+  simple_metric{"joules_gpu_memory_reserved_bytes", "Device memory reserved by the driver, in bytes.", metric_type::gauge,
+    h<&health_reading::memory_reserved_bytes>},
+  simple_metric{"joules_gpu_memory_free_bytes", "Device memory neither used nor reserved, in bytes.", metric_type::gauge,
+    [](const device_info&, const device_state& d) -> reading {
+      if (!d.health || !d.health->memory_total_bytes || !d.health->memory_used_bytes) return std::nullopt;
+      const double used = static_cast<double>(*d.health->memory_used_bytes) +
+                          static_cast<double>(d.health->memory_reserved_bytes.value_or(0));
+      const double total = static_cast<double>(*d.health->memory_total_bytes);
+      return total > used ? total - used : 0.0; }},
+  simple_metric{"joules_gpu_temperature_celsius", "GPU die temperature, in degrees Celsius.", metric_type::gauge,
+    h<&health_reading::temperature_c>},
+  simple_metric{"joules_gpu_memory_temperature_celsius", "Device memory (HBM) temperature, in degrees Celsius.", metric_type::gauge,
+    h<&health_reading::memory_temperature_c>},
+  simple_metric{"joules_gpu_slowdown_temperature_celsius", "Temperature at which the GPU slows its clocks, in degrees Celsius.", metric_type::gauge,
+    h<&health_reading::slowdown_temperature_c>},
+  simple_metric{"joules_gpu_shutdown_temperature_celsius", "Temperature at which the GPU shuts down, in degrees Celsius.", metric_type::gauge,
+    h<&health_reading::shutdown_temperature_c>},
+  simple_metric{"joules_gpu_sm_clock_hertz", "SM clock, in hertz.", metric_type::gauge,
+    h<&health_reading::sm_clock_mhz>, 1e6},
+  simple_metric{"joules_gpu_memory_clock_hertz", "Memory clock, in hertz.", metric_type::gauge,
+    h<&health_reading::memory_clock_mhz>, 1e6},
+  simple_metric{"joules_gpu_max_sm_clock_hertz", "Highest SM clock, in hertz.", metric_type::gauge,
+    h<&health_reading::max_sm_clock_mhz>, 1e6},
+  simple_metric{"joules_gpu_max_memory_clock_hertz", "Highest memory clock, in hertz.", metric_type::gauge,
+    h<&health_reading::max_memory_clock_mhz>, 1e6},
+  simple_metric{"joules_gpu_fan_speed_ratio", "Fan speed as a share of its maximum (0-1), where the board has a fan.", metric_type::gauge,
+    h<&health_reading::fan_percent>, 0.01},
+  simple_metric{"joules_gpu_performance_state", "Performance state: 0 (P0) is the fastest.", metric_type::gauge,
+    h<&health_reading::performance_state>},
+  simple_metric{"joules_gpu_persistence_mode", "1 when persistence mode is on.", metric_type::gauge,
+    h<&health_reading::persistence_mode>},
+  simple_metric{"joules_gpu_ecc_enabled", "1 when ECC is on.", metric_type::gauge,
+    h<&health_reading::ecc_enabled>},
+  simple_metric{"joules_gpu_retired_pages_pending", "1 when a page retirement waits for a reboot.", metric_type::gauge,
+    h<&health_reading::retirement_pending>},
+  simple_metric{"joules_gpu_row_remap_pending", "1 when a row remapping waits for a GPU reset.", metric_type::gauge,
+    h<&health_reading::remap_pending>},
+  simple_metric{"joules_gpu_row_remap_failure", "1 when a row could not be remapped (the GPU needs service).", metric_type::gauge,
+    h<&health_reading::remap_failure>},
+  simple_metric{"joules_gpu_pcie_link_generation", "Current PCIe link generation.", metric_type::gauge,
+    h<&health_reading::pcie_generation>},
+  simple_metric{"joules_gpu_pcie_link_width", "Current PCIe link width, in lanes.", metric_type::gauge,
+    h<&health_reading::pcie_width>},
+  simple_metric{"joules_gpu_pcie_max_link_generation", "Highest PCIe link generation of the GPU and its slot.", metric_type::gauge,
+    h<&health_reading::pcie_max_generation>},
+  simple_metric{"joules_gpu_pcie_max_link_width", "Widest PCIe link of the GPU and its slot, in lanes.", metric_type::gauge,
+    h<&health_reading::pcie_max_width>},
+  simple_metric{"joules_gpu_pcie_replays_total", "PCIe replays (retried transfers).", metric_type::counter,
+    h<&health_reading::pcie_replays>},
+  simple_metric{"joules_gpu_pcie_tx_bytes_per_second", "PCIe bytes sent by the GPU per second.", metric_type::gauge,
+    h<&health_reading::pcie_tx_bytes_per_s>},
+  simple_metric{"joules_gpu_pcie_rx_bytes_per_second", "PCIe bytes received by the GPU per second.", metric_type::gauge,
+    h<&health_reading::pcie_rx_bytes_per_s>},
+  simple_metric{"joules_gpu_sm_active_ratio", "GPM: share of cycles an SM had at least one warp (0-1; Hopper and newer).", metric_type::gauge,
+    h<&health_reading::sm_activity_percent>, 0.01},
+  simple_metric{"joules_gpu_sm_occupancy_ratio", "GPM: resident warps over the maximum (0-1; Hopper and newer).", metric_type::gauge,
+    h<&health_reading::sm_occupancy_percent>, 0.01},
+  simple_metric{"joules_gpu_tensor_active_ratio", "GPM: share of cycles a tensor pipe was active (0-1; Hopper and newer).", metric_type::gauge,
+    h<&health_reading::tensor_activity_percent>, 0.01},
+  simple_metric{"joules_gpu_dram_active_ratio", "GPM: share of cycles device memory was busy (0-1; Hopper and newer).", metric_type::gauge,
+    h<&health_reading::dram_bandwidth_percent>, 0.01},
+  simple_metric{"joules_gpu_nvlink_tx_bytes_per_second", "GPM: NVLink bytes sent per second (Hopper and newer).", metric_type::gauge,
+    h<&health_reading::nvlink_tx_bytes_per_s>},
+  simple_metric{"joules_gpu_nvlink_rx_bytes_per_second", "GPM: NVLink bytes received per second (Hopper and newer).", metric_type::gauge,
+    h<&health_reading::nvlink_rx_bytes_per_s>},
+  simple_metric{"joules_gpu_processes", "Processes with a context on the GPU.", metric_type::gauge,
+    [](const device_info&, const device_state& d) -> reading {
+      if (!d.health || !d.health->processes_known) return std::nullopt;
+      return static_cast<double>(d.health->processes.size()); }},
+};
+
+// dcgm-exporter's default counters (nvml.md §3.1) that joules has readings for, in its units.
+constexpr std::array kDcgm = {
+  simple_metric{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", metric_type::gauge, h<&health_reading::sm_clock_mhz>},
+  simple_metric{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", metric_type::gauge, h<&health_reading::memory_clock_mhz>},
+  simple_metric{"DCGM_FI_DEV_MEMORY_TEMP", "Memory temperature (in C).", metric_type::gauge, h<&health_reading::memory_temperature_c>},
+  simple_metric{"DCGM_FI_DEV_GPU_TEMP", "GPU temperature (in C).", metric_type::gauge, h<&health_reading::temperature_c>},
+  simple_metric{"DCGM_FI_DEV_POWER_USAGE", "Power draw (in W).", metric_type::gauge,
+    [](const device_info&, const device_state& d) { return d.power_w; }},
+  simple_metric{"DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", "Total energy consumption since boot (in mJ).", metric_type::counter,
+    [](const device_info&, const device_state& d) { return known(d.counter_mj); }},
+  simple_metric{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", metric_type::counter, h<&health_reading::pcie_replays>},
+  simple_metric{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", metric_type::gauge, h<&health_reading::gpu_util_percent>},
+  simple_metric{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", metric_type::gauge, h<&health_reading::memory_util_percent>},
+  simple_metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", metric_type::gauge,
+    [](const device_info& i, const device_state& d) -> reading {
+      const reading free = kSimple[11].get(i, d);
+      return free ? reading(*free / 1048576.0) : std::nullopt; }},
+  simple_metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", metric_type::gauge,
+    h<&health_reading::memory_used_bytes>, 1.0 / 1048576.0},
+  simple_metric{"DCGM_FI_DEV_FB_RESERVED", "Framebuffer memory reserved (in MiB).", metric_type::gauge,
+    h<&health_reading::memory_reserved_bytes>, 1.0 / 1048576.0},
+  simple_metric{"DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for uncorrectable errors", metric_type::counter,
+    h<&health_reading::remapped_rows_uncorrected>},
+  simple_metric{"DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", "Number of remapped rows for correctable errors", metric_type::counter,
+    h<&health_reading::remapped_rows_corrected>},
+  simple_metric{"DCGM_FI_DEV_ROW_REMAP_FAILURE", "Whether remapping of rows has failed", metric_type::gauge, h<&health_reading::remap_failure>},
+  simple_metric{"DCGM_FI_PROF_SM_ACTIVE", "The ratio of cycles an SM has at least 1 warp assigned.", metric_type::gauge,
+    h<&health_reading::sm_activity_percent>, 0.01},
+  simple_metric{"DCGM_FI_PROF_SM_OCCUPANCY", "The ratio of number of warps resident on an SM.", metric_type::gauge,
+    h<&health_reading::sm_occupancy_percent>, 0.01},
+  simple_metric{"DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", "Ratio of cycles the tensor (HMMA) pipe is active.", metric_type::gauge,
+    h<&health_reading::tensor_activity_percent>, 0.01},
+  simple_metric{"DCGM_FI_PROF_DRAM_ACTIVE", "Ratio of cycles the device memory interface is active sending or receiving data.", metric_type::gauge,
+    h<&health_reading::dram_bandwidth_percent>, 0.01},
+  simple_metric{"DCGM_FI_PROF_PCIE_TX_BYTES", "The rate of data transmitted over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", metric_type::gauge,
+    h<&health_reading::pcie_tx_bytes_per_s>},
+  simple_metric{"DCGM_FI_PROF_PCIE_RX_BYTES", "The rate of data received over the PCIe bus - including both protocol headers and data payloads - in bytes per second.", metric_type::gauge,
+    h<&health_reading::pcie_rx_bytes_per_s>},
+};
+// clang-format on
+static_assert(kSimple[11].name == "joules_gpu_memory_free_bytes");
+
+// Clock event reasons, as clock_events::active() names them.
+constexpr std::array<std::string_view, 9> kThrottleReasons = {
+    "power_cap",  "hw_slowdown",         "hw_thermal",    "sw_thermal", "power_brake",
+    "sync_boost", "applications_clocks", "display_clock", "idle"};
+
+bool throttle_active(const clock_events& e, std::size_t reason) {
+  const std::array<bool, kThrottleReasons.size()> on = {
+      e.sw_power_cap, e.hw_slowdown,         e.hw_thermal,    e.sw_thermal, e.hw_power_brake,
+      e.sync_boost,   e.applications_clocks, e.display_clock, e.gpu_idle};
+  return on[reason];
+}
+
+label_set user_part(const label_set& base) {
+  label_set out;
+  for (const auto& l : base.labels()) {
+    if (l.name != "hostname") out.add(l.name, l.value);
+  }
+  return out;
+}
+
+label_set joined(label_set a, const label_set& b) {
+  for (const auto& l : b.labels())
+    a.add(l.name, l.value);
+  return a;
+}
+
+}  // namespace
+
+gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const label_set& base,
+                         const backend_meta& meta, bool dcgm_compat)
+    : devices_(std::move(devices)) {
+  info_ = &e.add_family("joules_gpu_info",
+                        "The GPU's identity, as labels: PCI bus id, architecture, driver version.",
+                        metric_type::info);
+  lost_ = &e.add_family("joules_gpu_lost",
+                        "1 when the GPU stopped answering (fell off the bus); its readings stop.",
+                        metric_type::gauge);
+  for (const auto& m : kSimple)
+    families_.push_back(&e.add_family(m.name, m.help, m.type));
+  throttle_ = &e.add_family(
+      "joules_gpu_throttle_reason_active",
+      "1 while the clock event (throttle) reason named by `reason` holds the clocks down.",
+      metric_type::gauge);
+  ecc_ = &e.add_family("joules_gpu_ecc_errors_total",
+                       "ECC errors by type (corrected, uncorrected) and scope (volatile: since "
+                       "the driver loaded; aggregate: over the GPU's life).",
+                       metric_type::counter);
+  retired_ = &e.add_family("joules_gpu_retired_pages_total",
+                           "Memory pages retired, by cause (single_bit, double_bit).",
+                           metric_type::counter);
+  remapped_ = &e.add_family("joules_gpu_remapped_rows_total",
+                            "Memory rows remapped, by the errors that caused it (correctable, "
+                            "uncorrectable).",
+                            metric_type::counter);
+  cpu_power_ = &e.add_family("joules_cpu_power_watts", "Power of a CPU package (RAPL), in watts.",
+                             metric_type::gauge);
+  cpu_energy_ =
+      &e.add_family("joules_cpu_energy_joules_total",
+                    "Energy of a CPU package (RAPL) since joules started reading it, in joules.",
+                    metric_type::counter);
+  dram_power_ = &e.add_family("joules_dram_power_watts",
+                              "Power of a package's DRAM (RAPL), in watts.", metric_type::gauge);
+  dram_energy_ =
+      &e.add_family("joules_dram_energy_joules_total",
+                    "Energy of a package's DRAM (RAPL) since joules started reading it, in joules.",
+                    metric_type::counter);
+  if (dcgm_compat) {
+    for (const auto& m : kDcgm)
+      dcgm_.push_back(&e.add_family(m.name, m.help, m.type, naming::compat));
+  }
+
+  const label_set user = user_part(base);
+  const std::string host(base.find("hostname").value_or(""));
+  for (const auto& d : devices_) {
+    gpu_labels g;
+    if (d.kind != device_kind::gpu) {
+      // A RAPL domain: its key (e.g. intel-rapl:0) and its name (package-0, dram).
+      g.labels = joined(label_set{{"domain", d.key()}, {"model", d.name}}, base);
+      gpus_.push_back(std::move(g));
+      continue;
+    }
+    g.labels = joined(
+        label_set{{"gpu", std::to_string(d.index)}, {"uuid", d.key()}, {"model", d.name}}, base);
+    g.info = g.labels.with("pci_bus_id", d.pci_bus_id)
+                 .with("architecture", d.architecture)
+                 .with("driver_version", meta.driver_version);
+    for (const auto reason : kThrottleReasons)
+      g.throttle.push_back(g.labels.with("reason", reason));
+    for (const auto* type : {"corrected", "uncorrected"}) {
+      for (const auto* scope : {"volatile", "aggregate"})
+        g.ecc.push_back(g.labels.with("type", type).with("scope", scope));
+    }
+    for (const auto* cause : {"single_bit", "double_bit"})
+      g.retired.push_back(g.labels.with("cause", cause));
+    for (const auto* type : {"correctable", "uncorrectable"})
+      g.remapped.push_back(g.labels.with("type", type));
+    if (dcgm_compat) {
+      // dcgm-exporter's line template (nvml.md §3.2), then the user's labels.  The host is
+      // `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
+      // that dashboards for either version select on it.
+      label_set l{{"gpu", std::to_string(d.index)},
+                  {"UUID", d.key()},
+                  {"pci_bus_id", d.pci_bus_id},
+                  {"device", fmt::format("nvidia{}", d.index)},
+                  {"modelName", d.name},
+                  {"hostname", host},
+                  {"Hostname", host},
+                  {"DCGM_FI_DRIVER_VERSION", meta.driver_version}};
+      g.dcgm = joined(std::move(l), user);
+    }
+    gpus_.push_back(std::move(g));
+  }
+}
+
+void gpu_metrics::fill(const sampler_snapshot& snap) {
+  const std::size_t n = std::min(devices_.size(), snap.devices.size());
+  for (std::size_t k = 0; k < n; ++k) {
+    const device_info& info = devices_[k];
+    const device_state& d = snap.devices[k];
+    const gpu_labels& g = gpus_[k];
+    if (info.kind != device_kind::gpu) {
+      if (d.lost) continue;
+      const bool cpu = info.kind == device_kind::cpu;
+      (cpu ? cpu_power_ : dram_power_)->add_if_known(g.labels, d.power_w);
+      (cpu ? cpu_energy_ : dram_energy_)->add_if_known(g.labels, d.energy_j);
+      continue;
+    }
+    info_->add_info(g.info);
+    lost_->add(g.labels, d.lost ? 1.0 : 0.0);
+    if (d.lost) continue;  // the last readings of a lost GPU would pass for live ones
+    for (std::size_t m = 0; m < kSimple.size(); ++m) {
+      const reading v = kSimple[m].get(info, d);
+      if (v) families_[m]->add(g.labels, *v * kSimple[m].scale);
+    }
+    if (d.health) {
+      const health_reading& hr = *d.health;
+      if (hr.throttle) {
+        for (std::size_t r = 0; r < kThrottleReasons.size(); ++r)
+          throttle_->add(g.throttle[r], throttle_active(*hr.throttle, r) ? 1.0 : 0.0);
+      }
+      const std::array<const std::optional<std::uint64_t>*, 4> ecc = {
+          &hr.ecc_corrected_volatile, &hr.ecc_corrected_aggregate, &hr.ecc_uncorrected_volatile,
+          &hr.ecc_uncorrected_aggregate};
+      for (std::size_t i = 0; i < ecc.size(); ++i)
+        ecc_->add_if_known(g.ecc[i], known(*ecc[i]));
+      retired_->add_if_known(g.retired[0], known(hr.retired_pages_single_bit));
+      retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
+      remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));
+      remapped_->add_if_known(g.remapped[1], known(hr.remapped_rows_uncorrected));
+    }
+    if (!dcgm_.empty()) fill_dcgm(info, d, g.dcgm);
+  }
+}
+
+void gpu_metrics::fill_dcgm(const device_info& info, const device_state& d,
+                            const label_set& labels) {
+  for (std::size_t m = 0; m < kDcgm.size(); ++m) {
+    const reading v = kDcgm[m].get(info, d);
+    if (v) dcgm_[m]->add(labels, *v * kDcgm[m].scale);
+  }
+}
+
+}  // namespace joules::exporter

@@ -1,0 +1,65 @@
+#pragma once
+// The per-GPU metrics of `joules serve` (a node exporter): power, energy, and every health
+// reading the backend has (utilisation, memory, temperatures, clocks, throttle reasons, ECC and
+// remapped rows, PCIe, GPM), under `joules_gpu_*` names; with dcgm_compat, the same readings
+// again under dcgm-exporter's names and labels (nvml.md §3), so that NVIDIA's Grafana dashboard
+// works unchanged.  Every name, type, unit and label is listed in docs/metrics.md.
+//
+// CPU packages and DRAM (RAPL devices of the same backend, device_info::kind) get
+// `joules_cpu_*` and `joules_dram_*` power and energy.
+//
+// Filled from the sampler's latest snapshot: a scrape never calls the backend.  A reading the
+// device does not have is left out (unknown is not zero).
+//
+// Thread-safety: none; one per exposition, used by the thread that owns it.
+
+#include <string>
+#include <vector>
+
+#include "backends/backend.hpp"
+#include "export/metrics/exposition.hpp"
+#include "sampler/sampler.hpp"
+
+namespace joules::exporter {
+
+class gpu_metrics {
+ public:
+  // Registers the families on `e`.  `devices` are the sampled ones, in snapshot order; `base`
+  // holds the labels every series carries (hostname and user labels), written after the GPU's
+  // own `gpu`, `uuid`, `model`.
+  gpu_metrics(exposition& e, std::vector<device_info> devices, const label_set& base,
+              const backend_meta& meta, bool dcgm_compat);
+
+  // Refills the families' samples from `snap` (the caller cleared the exposition).
+  void fill(const sampler_snapshot& snap);
+
+ private:
+  struct gpu_labels {
+    label_set labels;
+    label_set info;                   // labels + pci_bus_id, architecture, driver
+    std::vector<label_set> throttle;  // labels + reason=..., in kThrottleReasons order
+    std::vector<label_set> ecc;       // labels + type, scope
+    std::vector<label_set> retired;   // labels + cause
+    std::vector<label_set> remapped;  // labels + type
+    label_set dcgm;                   // dcgm-exporter's labels
+  };
+  void fill_dcgm(const device_info& info, const sampler_snapshot::device& d,
+                 const label_set& labels);
+
+  std::vector<device_info> devices_;
+  std::vector<gpu_labels> gpus_;
+  std::vector<metric_family*> families_;  // one per entry of the simple-metric table
+  metric_family* info_ = nullptr;
+  metric_family* lost_ = nullptr;
+  metric_family* throttle_ = nullptr;
+  metric_family* ecc_ = nullptr;
+  metric_family* retired_ = nullptr;
+  metric_family* remapped_ = nullptr;
+  metric_family* cpu_power_ = nullptr;
+  metric_family* cpu_energy_ = nullptr;
+  metric_family* dram_power_ = nullptr;
+  metric_family* dram_energy_ = nullptr;
+  std::vector<metric_family*> dcgm_;  // one per entry of the dcgm table; empty without compat
+};
+
+}  // namespace joules::exporter

@@ -1,0 +1,58 @@
+#include "export/metrics/self_metrics.hpp"
+
+#include <algorithm>
+
+namespace joules::exporter {
+
+self_metrics::self_metrics(exposition& per_reading, exposition& per_scrape, const label_set& base,
+                           const backend_meta& meta, double stale_after_s)
+    : base_(base), stale_after_s_(stale_after_s) {
+  build_ = base_.with("version", JOULES_VERSION)
+               .with("backend", meta.backend)
+               .with("driver_version", meta.driver_version)
+               .with("nvml_version", meta.library_version);
+  up_ = &per_scrape.add_family("joules_up",
+                               "1 when joules is reading every GPU: its latest readings are fresh "
+                               "and no GPU is lost.",
+                               metric_type::gauge);
+  build_info_ = &per_reading.add_family(
+      "joules_build_info", "joules' version, backend, driver and NVML version, as labels.",
+      metric_type::info);
+  scrapes_ = &per_scrape.add_family("joules_scrapes_total",
+                                    "Scrapes of /metrics served (GET; HEAD is not a scrape), this "
+                                    "one included.",
+                                    metric_type::counter);
+  scrape_duration_ = &per_scrape.add_family(
+      "joules_scrape_duration_seconds",
+      "Time the previous scrape took to make its response (rendering the metrics when the "
+      "readings were new, then its own lines), in seconds.",
+      metric_type::gauge);
+  ticks_ =
+      &per_reading.add_family("joules_sampler_ticks_total",
+                              "Rounds of readings the sampler has taken.", metric_type::counter);
+  age_ = &per_scrape.add_family("joules_reading_age_seconds",
+                                "Age of the latest readings at this scrape, in seconds.",
+                                metric_type::gauge);
+}
+
+void self_metrics::fill(const sampler_snapshot* snap) {
+  build_info_->add_info(build_);
+  if (snap != nullptr) ticks_->add(base_, static_cast<double>(snap->ticks));
+}
+
+void self_metrics::fill_live(const sampler_snapshot* snap, mono_time now,
+                             const serving_stats& stats) {
+  bool up = snap != nullptr;
+  if (snap != nullptr) {
+    const double age = std::max(0.0, seconds_between(snap->taken, now));
+    up = age <= stale_after_s_ &&
+         std::none_of(snap->devices.begin(), snap->devices.end(),
+                      [](const sampler_snapshot::device& d) { return d.lost; });
+    age_->add(base_, age);
+  }
+  up_->add(base_, up ? 1.0 : 0.0);
+  if (stats.scrapes > 0) scrapes_->add(base_, static_cast<double>(stats.scrapes));
+  scrape_duration_->add_if_known(base_, stats.last_scrape_seconds);
+}
+
+}  // namespace joules::exporter

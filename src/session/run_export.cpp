@@ -1,0 +1,167 @@
+#include "session/run_export.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+
+#include "export/metrics/label_policy.hpp"
+#include "util/error.hpp"
+#include "util/json_writer.hpp"
+#include "util/strings.hpp"
+
+namespace joules::cli {
+namespace {
+
+// RFC 9110 token characters, for header names.
+bool is_token(std::string_view s) {
+  return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) != 0 ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  });
+}
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+void note(const std::string& text) {
+  std::fprintf(stderr, "joules: note: %s\n", text.c_str());
+}
+
+}  // namespace
+
+export_settings read_export_settings(const parsed_args& args) {
+  export_settings s;
+  if (auto v = args.get("prometheus"))
+    s.prometheus = exporter::parse_listen_address(*v, "--prometheus");
+  if (auto v = args.get("otlp")) {
+    s.otlp = exporter::parse_http_url(*v, "--otlp");
+    if (s.otlp->path == "/") s.otlp->path = "/v1/metrics";  // OTLP/HTTP's default path
+  }
+  for (const auto& h : args.all("otlp-header")) {
+    const auto eq = h.find('=');
+    const std::string key = h.substr(0, eq);
+    const std::string value = eq == std::string::npos ? "" : h.substr(eq + 1);
+    if (eq == std::string::npos || !is_token(key) ||
+        value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+      throw usage_error(fmt::format(
+          "--otlp-header '{}': expected KEY=VALUE, KEY an HTTP header name, VALUE on one line", h));
+    }
+    for (std::string_view own :
+         {"host", "content-length", "content-type", "connection", "transfer-encoding"}) {
+      if (iequals(key, own))
+        throw usage_error(fmt::format("--otlp-header '{}': joules sets {} itself", h, key));
+    }
+    s.otlp_headers.emplace_back(key, std::string(trim(value)));
+  }
+  if (auto v = args.get("otlp-interval")) {
+    const auto ms = parse_uint(*v, 100, 3600000);
+    if (!ms) {
+      throw usage_error(fmt::format(
+          "--otlp-interval '{}': expected a whole number of milliseconds from 100 to 3600000", *v));
+    }
+    s.otlp_interval = std::chrono::milliseconds(*ms);
+  }
+  if (!s.otlp && (args.has("otlp-header") || args.has("otlp-interval")))
+    throw usage_error("--otlp-header and --otlp-interval apply only with --otlp URL");
+  return s;
+}
+
+exporter::label_set export_base_labels(const run_context& ctx) {
+  exporter::label_set base;
+  if (!ctx.run_id.empty()) base.add("run_id", ctx.run_id);
+  base.add("hostname", ctx.hostname);
+  const auto user = exporter::apply_label_policy(ctx.labels, exporter::kExporterLabelNames);
+  for (const auto& line : user.renamed)
+    note(line);
+  for (const auto& [k, v] : user.labels)
+    base.add(k, v);
+  return base;
+}
+
+std::vector<std::pair<std::string, std::string>> otlp_resource(const run_context& ctx) {
+  std::vector<std::pair<std::string, std::string>> r = {
+      {"service.name", "joules"}, {"service.version", JOULES_VERSION}, {"host.name", ctx.hostname}};
+  if (!ctx.run_id.empty()) r.emplace_back("joules.run_id", ctx.run_id);
+  for (const auto& [k, v] : ctx.labels)
+    r.emplace_back(k, v);
+  return r;
+}
+
+exporters::exporters(const export_settings& settings, const exporter::source_factory& source,
+                     const run_context& ctx) {
+  if (settings.prometheus) {
+    prometheus_ = std::make_unique<exporter::prometheus_endpoint>(*settings.prometheus, source,
+                                                                  export_base_labels(ctx));
+    std::fprintf(stderr, "joules: metrics at http://%s/metrics\n",
+                 prometheus_->address().text().c_str());
+  }
+  if (settings.otlp) {
+    exporter::otlp_options o;
+    o.target = exporter::resolve_http_target(*settings.otlp, "--otlp");
+    o.headers = settings.otlp_headers;
+    o.interval = settings.otlp_interval;
+    o.timeout = std::min<std::chrono::milliseconds>(
+        std::chrono::milliseconds(5000),
+        std::max(settings.otlp_interval, std::chrono::milliseconds(1000)));
+    o.resource = otlp_resource(ctx);
+    otlp_url_ = fmt::format("http://{}{}", settings.otlp->authority(), settings.otlp->path);
+    otlp_ = std::make_unique<exporter::otlp_exporter>(std::move(o), source);
+  }
+}
+
+exporters::~exporters() {
+  finish(std::chrono::milliseconds(0));
+}
+
+void exporters::start() {
+  if (prometheus_) prometheus_->start();
+  if (otlp_) otlp_->start();
+}
+
+void exporters::finish(std::chrono::milliseconds budget) {
+  if (otlp_) otlp_->finish(budget);
+  if (prometheus_) prometheus_->stop();
+}
+
+std::string exporters::report_json() const {
+  if (!prometheus_ && !otlp_) return {};
+  json_writer w;
+  w.begin_object();
+  if (prometheus_) {
+    const auto s = prometheus_->stats();
+    w.key("prometheus").begin_object();
+    w.field("address", prometheus_->address().text());
+    w.field("scrapes", s.scrapes_served).field("request_errors", s.request_errors);
+    w.end_object();
+  }
+  if (otlp_) {
+    const auto s = otlp_->stats();
+    w.key("otlp").begin_object();
+    w.field("url", otlp_url_);
+    w.field("batches", s.collected).field("exported", s.exported);
+    w.field("failed", s.failed).field("dropped", s.dropped);
+    w.field("requests", s.attempts).field("retries", s.retries);
+    w.field("last_error", s.last_error.empty() ? std::optional<std::string>() : s.last_error);
+    w.end_object();
+  }
+  w.end_object();
+  return w.take();
+}
+
+std::string exporters::loss_line() const {
+  if (!otlp_) return {};
+  const auto s = otlp_->stats();
+  if (s.failed == 0 && s.dropped == 0) return {};
+  return fmt::format(
+      "joules: OTLP: {} of {} batches not delivered to {} ({} failed, {} dropped); last error: {}",
+      s.failed + s.dropped, s.collected, otlp_url_, s.failed, s.dropped,
+      s.last_error.empty() ? "none" : s.last_error);
+}
+
+}  // namespace joules::cli

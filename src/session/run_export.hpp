@@ -1,0 +1,70 @@
+#pragma once
+// The exporters of a measured run (`run` and `wrap`): `--prometheus [HOST:]PORT` serves the
+// run's /metrics while it runs, `--otlp URL` pushes the same metrics to an OpenTelemetry
+// collector.  Both read the sampler's snapshots and the run's run_metrics; neither can stall
+// the sampler or the child (docs/metrics.md).
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/options.hpp"
+#include "export/metrics/metric_source.hpp"
+#include "export/otlp/otlp_exporter.hpp"
+#include "export/prometheus/prometheus_endpoint.hpp"
+#include "http/http_client.hpp"
+#include "http/listen_address.hpp"
+#include "record/session_records.hpp"
+
+namespace joules::cli {
+
+struct export_settings {
+  std::optional<exporter::listen_address> prometheus;
+  std::optional<exporter::http_url> otlp;
+  std::vector<std::pair<std::string, std::string>> otlp_headers;
+  std::chrono::milliseconds otlp_interval{10000};
+
+  bool any() const { return prometheus || otlp; }
+};
+
+// Validates --prometheus, --otlp, --otlp-header and --otlp-interval (measure_options()).  Throws
+// usage_error naming the value and what is accepted.
+export_settings read_export_settings(const parsed_args& args);
+
+// The labels every exported series carries: `run_id` (when not empty), `hostname`, then the
+// user's labels after the label policy (renames are printed once as notes).
+exporter::label_set export_base_labels(const run_context& ctx);
+
+// OTLP resource attributes: service.name, host.name, joules.run_id (when not empty), labels.
+std::vector<std::pair<std::string, std::string>> otlp_resource(const run_context& ctx);
+
+// Notes on stderr and the JSON of session_end's "exporters" object.
+class exporters {
+ public:
+  // Binds the Prometheus port and resolves the collector (input errors surface here, before any
+  // child starts), and prints the /metrics address on stderr.
+  exporters(const export_settings& settings, const exporter::source_factory& source,
+            const run_context& ctx);
+  ~exporters();
+  exporters(const exporters&) = delete;
+  exporters& operator=(const exporters&) = delete;
+
+  void start();
+  // The final OTLP push (within `budget`), then the server stops.  Idempotent.
+  void finish(std::chrono::milliseconds budget = std::chrono::milliseconds(2000));
+
+  // {"prometheus":{...},"otlp":{...}}, for session_end.
+  std::string report_json() const;
+  // A line for stderr when OTLP batches were lost; empty otherwise.
+  std::string loss_line() const;
+
+ private:
+  std::unique_ptr<exporter::prometheus_endpoint> prometheus_;
+  std::unique_ptr<exporter::otlp_exporter> otlp_;
+  std::string otlp_url_;
+};
+
+}  // namespace joules::cli
