@@ -39,7 +39,7 @@ struct equivalent {
   std::string source;
 };
 
-// What the options say (cli/energy_options.hpp reads them).
+// What the options say (src/cli/shared_options.cpp declares them).
 struct settings {
   std::optional<double> pue;
   std::optional<double> carbon_intensity;  // gCO2e/kWh

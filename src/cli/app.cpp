@@ -1,7 +1,6 @@
 #include "cli/app.hpp"
 
 #include <fmt/format.h>
-#include <unistd.h>
 
 #include <csignal>
 #include <cstdio>
@@ -9,54 +8,26 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.hpp"
+#include "cli/help.hpp"
+#include "cli/parse.hpp"
 #include "proc/child.hpp"
+#include "term/messages.hpp"
 #include "util/error.hpp"
 
 namespace joules::app {
 namespace {
 
-// One line whatever the message quotes: a value the user gave with a newline or another control
-// character in it is shown escaped (\n, \x1b), so the error stays one line (DESIGN.md, 6).
-void print_error(const std::string& what) {
-  std::string line;
-  line.reserve(what.size());
-  for (const char c : what) {
-    const auto b = static_cast<unsigned char>(c);
-    if (c == '\n') {
-      line += "\\n";
-    } else if (c == '\r') {
-      line += "\\r";
-    } else if (c == '\t') {
-      line += "\\t";
-    } else if (b < 0x20 || b == 0x7F) {
-      line += fmt::format("\\x{:02x}", b);
-    } else {
-      line += c;
-    }
-  }
-  std::fprintf(stderr, "joules: error: %s\n", line.c_str());
-}
-
-std::string top_help() {
-  std::string out = fmt::format(
-      "joules {}: the energy of GPU workloads, per run, per step, per token\n\n"
-      "Usage: joules COMMAND [OPTIONS] [ARGS...]\n\nCommands:\n",
-      JOULES_VERSION);
-  for (const auto* c : cli::all_commands())
-    out += fmt::format("  {:<12}{}\n", c->name, c->summary);
-  out +=
-      "\n  joules COMMAND --help   shows a command's options\n"
-      "  joules --version        prints the version\n"
-      "  joules completion bash  prints a bash completion script\n"
-      "  joules manpage          prints the man page (troff)\n";
+std::vector<cli::declared_command> declare_all() {
+  std::vector<cli::declared_command> out;
+  for (auto& c : cli::make_commands())
+    out.push_back(cli::declare(std::move(c)));
   return out;
 }
 
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2 && args[0] == "help") return dispatch({args[1], "--help"});
-    std::fputs(top_help().c_str(), stdout);
+    std::fputs(cli::top_help(declare_all()).c_str(), stdout);
     return args.empty() ? kExitUsage : 0;
   }
   if (args[0] == "--version" || args[0] == "-V") {
@@ -64,26 +35,26 @@ int dispatch(const std::vector<std::string>& args) {
     return 0;
   }
   if (args[0] == "manpage") {
-    std::fputs(cli::man_page(cli::all_commands()).c_str(), stdout);
+    std::fputs(cli::man_page(declare_all()).c_str(), stdout);
     return 0;
   }
   if (args[0] == "completion") {
     if (args.size() != 2 || args[1] != "bash") {
       throw usage_error("completion: expected `joules completion bash`");
     }
-    std::fputs(cli::bash_completion(cli::all_commands()).c_str(), stdout);
+    std::fputs(cli::bash_completion(declare_all()).c_str(), stdout);
     return 0;
   }
-  for (const auto& entry : cli::all_command_entries()) {
-    const cli::command_spec& spec = entry.spec();
-    if (spec.name != args[0]) continue;
+  for (auto& c : cli::make_commands()) {
+    if (c->text().name != args[0]) continue;
+    cli::declared_command d = cli::declare(std::move(c));
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    const cli::parsed_args parsed = cli::parse(spec, rest);
-    if (parsed.has("help")) {
-      std::fputs(cli::help_text(spec).c_str(), stdout);
+    cli::parse_result parsed = cli::parse(d, rest);
+    if (parsed.help) {
+      std::fputs(cli::help_text(d).c_str(), stdout);
       return 0;
     }
-    return entry.main(parsed);
+    return d.cmd->run(std::move(parsed.positional));
   }
   throw usage_error(fmt::format("unknown command '{}'; see joules --help", args[0]));
 }
@@ -100,16 +71,17 @@ int main(int argc, char** argv) {
   const auto previous = std::signal(SIGPIPE, SIG_IGN);
   child_process::reset_sigpipe_in_child(previous != SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // One error exit: one line on stderr (outside strings in it escaped), a small status.
   try {
     return dispatch(args);
   } catch (const usage_error& e) {
-    print_error(e.what());
+    term::print_error(e.what());
     return kExitUsage;
   } catch (const fatal_error& e) {
-    print_error(e.what());
+    term::print_error(e.what());
     return e.exit_status();
   } catch (const std::exception& e) {
-    print_error(e.what());
+    term::print_error(e.what());
     return kExitCannotMeasure;
   }
 }

@@ -1,56 +1,46 @@
-// `joules run`: the total energy of any command, with no interference with it.  The command's
-// stdin, stdout and stderr are its own; joules only watches it from the sampler thread and
-// prints one line when it ends.
+// `joules run`: the total energy of any command, with no interference with it.
 
-#include <cstdio>
-#include <cstdlib>
-
-#include "cli/commands.hpp"
-#include "cli/measure.hpp"
-#include "proc/child.hpp"
+#include "cli/command.hpp"
+#include "cli/shared_options.hpp"
+#include "session/run.hpp"
 
 namespace joules::cli {
+namespace {
 
-const command_spec& run_spec() {
-  static const command_spec spec{
-      "run",
-      "total energy of a command, with no interference with it",
-      "[OPTIONS] [--] CMD [ARGS...]",
-      "Runs CMD with its stdin, stdout and stderr untouched, measures the energy of the GPUs this "
-      "job may use from a background thread, and prints one summary line on stderr when CMD ends: "
-      "total energy, duration, average and peak power, and how the numbers were obtained (counter: "
-      "the GPUs' energy counters; polled: integrated power readings; simulated: --backend sim).\n"
-      "Signals joules receives (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are passed to "
-      "CMD's process group, and joules exits with CMD's exit status (128+N after death by signal "
-      "N). Bad options exit with status 2 before CMD starts; 127 and 126 mean CMD was not found or "
-      "cannot be run; 125 means joules itself could not measure (no GPU, no driver).",
-      measure_options(),
-      positional_kind::command,
-      "joules run -- torchrun --nproc_per_node=8 train.py\n"
-      "joules run --gpus 0,1 --output run.jsonl --label config=lr3e-4 -- python train.py\n"
-      "joules run --backend sim --sim-gpus 8 -- sleep 5"};
-  return spec;
-}
+constexpr command_text kText{
+    "run", "total energy of a command, with no interference with it",
+    "[OPTIONS] [--] CMD [ARGS...]",
+    "Runs CMD with its stdin, stdout and stderr untouched, measures the energy of the GPUs this "
+    "job may use from a background thread, and prints one summary line on stderr when CMD ends: "
+    "total energy, duration, average and peak power, and how the numbers were obtained (counter: "
+    "the GPUs' energy counters; polled: integrated power readings; simulated: --backend sim).\n"
+    "Signals joules receives (SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2) are passed to "
+    "CMD's process group, and joules exits with CMD's exit status (128+N after death by signal "
+    "N). Bad options exit with status 2 before CMD starts; 127 and 126 mean CMD was not found or "
+    "cannot be run; 125 means joules itself could not measure (no GPU, no driver).",
+    "joules run -- torchrun --nproc_per_node=8 train.py\n"
+    "joules run --gpus 0,1 --output run.jsonl --label config=lr3e-4 -- python train.py\n"
+    "joules run --backend sim --sim-gpus 8 -- sleep 5"};
 
-int run_main(const parsed_args& args) {
-  const measure_settings settings = read_measure_settings(args, "run");
-  measurement m(settings, "run");
-  child_process child;
-  m.start();
-  spawn_options options;
-  options.argv = settings.command;
-  child.spawn(options);
-  m.child_started(child.start_time());
-  child.wait();
-  for (const auto& w : m.child_ended(child))
-    m.add_window(w);
-  const int status = m.finish(child);
-  if (m.must_exit_hard()) {
-    // The sampler is stuck in a driver call that never returned; leave without waiting for it.
-    std::fflush(nullptr);
-    std::_Exit(status);
+class run_command final : public command {
+ public:
+  const command_text& text() const override { return kText; }
+  void declare(option_table& t) override {
+    t.positional(positional_kind::command);
+    declare_measure(t, options_);
   }
-  return status;
+  int run(std::vector<std::string> positional) override {
+    return session::run(finish_measure(options_, std::move(positional), "run"));
+  }
+
+ private:
+  measure_options options_;
+};
+
+}  // namespace
+
+std::unique_ptr<command> make_run_command() {
+  return std::make_unique<run_command>();
 }
 
 }  // namespace joules::cli

@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.hpp"
+#include "cli/command.hpp"
 #include "steps/step_parser.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
@@ -25,20 +25,6 @@ namespace {
 // Longer lines are parsed by their first 64 KiB: step numbers and metrics come first.
 constexpr std::size_t kMaxLine = 64 * 1024;
 constexpr std::size_t kFlushAt = 64 * 1024;
-
-const std::vector<option_spec>& steps_options() {
-  static const std::vector<option_spec> options = {
-      {"step-regex", 0, "RE",
-       "An extra step format: a PCRE2 regular expression searched in each line; its first capture "
-       "group is the step number, an optional group named total the total, e.g. "
-       "'^it (\\d+) of (?<total>\\d+)'. Tried before the built-in formats.",
-       "", true},
-      {"json", 0, "", "Print one JSON object per line (and a summary object) instead of text."},
-      {"only-steps", 0, "", "Print only the lines that are steps or start or end a phase."},
-      {"help", 'h', "", "Print this help and exit."},
-  };
-  return options;
-}
 
 struct summary {
   std::uint64_t lines = 0;
@@ -150,34 +136,18 @@ void write_out(std::string& out) {
   out.clear();
 }
 
-}  // namespace
+struct steps_settings {
+  std::vector<std::string> step_regexes;
+  bool json = false;
+  bool only_steps = false;
+};
 
-const command_spec& steps_spec() {
-  static const command_spec spec{
-      "steps",
-      "show which lines of a training log are steps, phases and metrics",
-      "[OPTIONS] [FILE|-]",
-      "Reads a training log (FILE, or standard input when FILE is - or absent) and prints, for "
-      "each line, what `joules wrap` would make of it: the line number, the step found (or -), "
-      "the total, the steps since the previous step line (0: the same step again), the event "
-      "(step, repeat, restart, eval begins, checkpoint ends, metrics, not-a-step, -), the format "
-      "that recognised it, and the metrics parsed, in SI units. A summary line ends the output. "
-      "Formats and rules: docs/step-formats.md.",
-      steps_options(),
-      positional_kind::files,
-      "joules steps train.log\n"
-      "python train.py 2>&1 | tee train.log | joules steps --only-steps\n"
-      "joules steps --step-regex '^it (\\d+)/(?<total>\\d+)' --json train.log"};
-  return spec;
-}
-
-int steps_main(const parsed_args& args) {
-  const auto& files = args.positional();
+int steps_main(const steps_settings& settings, const std::vector<std::string>& files) {
   if (files.size() > 1) {
     throw usage_error(
         fmt::format("joules steps reads one log, not {}; see joules steps --help", files.size()));
   }
-  steps::step_parser parser(args.all("step-regex"));
+  steps::step_parser parser(settings.step_regexes);
   const std::string path = files.empty() ? "-" : files.front();
   std::FILE* in = stdin;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, std::fclose);
@@ -190,8 +160,8 @@ int steps_main(const parsed_args& args) {
     }
     in = owned.get();
   }
-  const bool json = args.has("json");
-  const bool only_steps = args.has("only-steps");
+  const bool json = settings.json;
+  const bool only_steps = settings.only_steps;
   summary sum;
   std::string out;
   if (!json) {
@@ -233,6 +203,48 @@ int steps_main(const parsed_args& args) {
   write_out(out);
   std::fflush(stdout);
   return 0;
+}
+
+constexpr command_text kText{
+    "steps", "show which lines of a training log are steps, phases and metrics",
+    "[OPTIONS] [FILE|-]",
+    "Reads a training log (FILE, or standard input when FILE is - or absent) and prints, for "
+    "each line, what `joules wrap` would make of it: the line number, the step found (or -), the "
+    "total, the steps since the previous step line (0: the same step again), the event (step, "
+    "repeat, restart, eval begins, checkpoint ends, metrics, not-a-step, -), the format that "
+    "recognised it, and the metrics parsed, in SI units. A summary line ends the output. Formats "
+    "and rules: docs/step-formats.md.",
+    "joules steps train.log\n"
+    "python train.py 2>&1 | tee train.log | joules steps --only-steps\n"
+    "joules steps --step-regex '^it (\\d+)/(?<total>\\d+)' --json train.log"};
+
+class steps_command final : public command {
+ public:
+  const command_text& text() const override { return kText; }
+  void declare(option_table& t) override {
+    t.positional(positional_kind::files);
+    t.repeated("step-regex", "RE",
+               "An extra step format: a PCRE2 regular expression searched in each line; its first "
+               "capture group is the step number, an optional group named total the total, e.g. "
+               "'^it (\\d+) of (?<total>\\d+)'. Tried before the built-in formats.",
+               [this](const std::string& v) { settings_.step_regexes.push_back(v); });
+    t.flag("json", 0, "Print one JSON object per line (and a summary object) instead of text.",
+           settings_.json);
+    t.flag("only-steps", 0, "Print only the lines that are steps or start or end a phase.",
+           settings_.only_steps);
+  }
+  int run(std::vector<std::string> positional) override {
+    return steps_main(settings_, positional);
+  }
+
+ private:
+  steps_settings settings_;
+};
+
+}  // namespace
+
+std::unique_ptr<command> make_steps_command() {
+  return std::make_unique<steps_command>();
 }
 
 }  // namespace joules::cli

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <cstdlib>
 
 #include "util/error.hpp"
 #include "util/strings.hpp"
@@ -225,6 +226,18 @@ scope_result select_devices(const std::vector<device_info>& devices, const scope
     return from_nvidia_visible(devices, *request.nvidia_visible_devices, r);
   }
   return scope_result{all_devices(devices), "all devices", "", {}};
+}
+
+scope_request job_scope_request(std::optional<std::string> gpus) {
+  const auto raw = [](const char* name) {
+    const char* v = std::getenv(name);
+    return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
+  };
+  scope_request r;
+  r.gpus = std::move(gpus);
+  r.cuda_visible_devices = raw("CUDA_VISIBLE_DEVICES");
+  r.nvidia_visible_devices = raw("NVIDIA_VISIBLE_DEVICES");
+  return r;
 }
 
 }  // namespace joules

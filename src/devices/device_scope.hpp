@@ -27,6 +27,10 @@ struct scope_request {
   std::optional<std::string> nvidia_visible_devices;
 };
 
+// The request of this job: `gpus` (--gpus) and the job's environment as it is
+// (CUDA_VISIBLE_DEVICES set but empty means no GPU).
+scope_request job_scope_request(std::optional<std::string> gpus);
+
 struct scope_result {
   std::vector<std::size_t> devices;  // indices into the backend's device list, in list order
   std::string source;                // "--gpus", "CUDA_VISIBLE_DEVICES", ..., "all devices"

@@ -7,11 +7,12 @@
 #include <cstdio>
 
 #include "export/metrics/label_policy.hpp"
+#include "term/messages.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
 #include "util/strings.hpp"
 
-namespace joules::cli {
+namespace joules::session {
 namespace {
 
 // RFC 9110 token characters, for header names.
@@ -29,47 +30,29 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-void note(const std::string& text) {
-  std::fprintf(stderr, "joules: note: %s\n", text.c_str());
-}
-
 }  // namespace
 
-export_settings read_export_settings(const parsed_args& args) {
-  export_settings s;
-  if (auto v = args.get("prometheus"))
-    s.prometheus = exporter::parse_listen_address(*v, "--prometheus");
-  if (auto v = args.get("otlp")) {
-    s.otlp = exporter::parse_http_url(*v, "--otlp");
-    if (s.otlp->path == "/") s.otlp->path = "/v1/metrics";  // OTLP/HTTP's default path
+std::pair<std::string, std::string> parse_otlp_header(const std::string& h) {
+  const auto eq = h.find('=');
+  const std::string key = h.substr(0, eq);
+  const std::string value = eq == std::string::npos ? "" : h.substr(eq + 1);
+  if (eq == std::string::npos || !is_token(key) ||
+      value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
+    throw usage_error(fmt::format(
+        "--otlp-header '{}': expected KEY=VALUE, KEY an HTTP header name, VALUE on one line", h));
   }
-  for (const auto& h : args.all("otlp-header")) {
-    const auto eq = h.find('=');
-    const std::string key = h.substr(0, eq);
-    const std::string value = eq == std::string::npos ? "" : h.substr(eq + 1);
-    if (eq == std::string::npos || !is_token(key) ||
-        value.find_first_of(std::string_view("\r\n\0", 3)) != std::string::npos) {
-      throw usage_error(fmt::format(
-          "--otlp-header '{}': expected KEY=VALUE, KEY an HTTP header name, VALUE on one line", h));
-    }
-    for (std::string_view own :
-         {"host", "content-length", "content-type", "connection", "transfer-encoding"}) {
-      if (iequals(key, own))
-        throw usage_error(fmt::format("--otlp-header '{}': joules sets {} itself", h, key));
-    }
-    s.otlp_headers.emplace_back(key, std::string(trim(value)));
+  for (std::string_view own :
+       {"host", "content-length", "content-type", "connection", "transfer-encoding"}) {
+    if (iequals(key, own))
+      throw usage_error(fmt::format("--otlp-header '{}': joules sets {} itself", h, key));
   }
-  if (auto v = args.get("otlp-interval")) {
-    const auto ms = parse_uint(*v, 100, 3600000);
-    if (!ms) {
-      throw usage_error(fmt::format(
-          "--otlp-interval '{}': expected a whole number of milliseconds from 100 to 3600000", *v));
-    }
-    s.otlp_interval = std::chrono::milliseconds(*ms);
-  }
-  if (!s.otlp && (args.has("otlp-header") || args.has("otlp-interval")))
-    throw usage_error("--otlp-header and --otlp-interval apply only with --otlp URL");
-  return s;
+  return {key, std::string(trim(value))};
+}
+
+exporter::http_url parse_otlp_url(const std::string& text) {
+  auto url = exporter::parse_http_url(text, "--otlp");
+  if (url.path == "/") url.path = "/v1/metrics";  // OTLP/HTTP's default path
+  return url;
 }
 
 exporter::label_set export_base_labels(const run_context& ctx) {
@@ -78,7 +61,7 @@ exporter::label_set export_base_labels(const run_context& ctx) {
   base.add("hostname", ctx.hostname);
   const auto user = exporter::apply_label_policy(ctx.labels, exporter::kExporterLabelNames);
   for (const auto& line : user.renamed)
-    note(line);
+    term::print_note(line);
   for (const auto& [k, v] : user.labels)
     base.add(k, v);
   return base;
@@ -164,4 +147,4 @@ std::string exporters::loss_line() const {
       s.last_error.empty() ? "none" : s.last_error);
 }
 
-}  // namespace joules::cli
+}  // namespace joules::session

@@ -11,7 +11,6 @@
 #include <utility>
 #include <vector>
 
-#include "cli/options.hpp"
 #include "export/metrics/metric_source.hpp"
 #include "export/otlp/otlp_exporter.hpp"
 #include "export/prometheus/prometheus_endpoint.hpp"
@@ -19,7 +18,7 @@
 #include "http/listen_address.hpp"
 #include "record/session_records.hpp"
 
-namespace joules::cli {
+namespace joules::session {
 
 struct export_settings {
   std::optional<exporter::listen_address> prometheus;
@@ -30,9 +29,11 @@ struct export_settings {
   bool any() const { return prometheus || otlp; }
 };
 
-// Validates --prometheus, --otlp, --otlp-header and --otlp-interval (measure_options()).  Throws
-// usage_error naming the value and what is accepted.
-export_settings read_export_settings(const parsed_args& args);
+// --otlp-header's KEY=VALUE: KEY an HTTP header name joules does not set itself, VALUE on one
+// line.  Throws usage_error naming the value and what is accepted.
+std::pair<std::string, std::string> parse_otlp_header(const std::string& text);
+// --otlp's URL, with OTLP/HTTP's default path /v1/metrics when it has none.  Throws usage_error.
+exporter::http_url parse_otlp_url(const std::string& text);
 
 // The labels every exported series carries: `run_id` (when not empty), `hostname`, then the
 // user's labels after the label policy (renames are printed once as notes).
@@ -67,4 +68,4 @@ class exporters {
   std::string otlp_url_;
 };
 
-}  // namespace joules::cli
+}  // namespace joules::session

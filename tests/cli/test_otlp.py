@@ -226,7 +226,7 @@ def test_5xx_is_retried_with_backoff_until_it_succeeds(tmp, collector):
     (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "no-equals"], "--otlp-header"),
     (["--otlp", "http://127.0.0.1:4318", "--otlp-header", "Content-Length=3"], "sets Content-Length"),
     (["--otlp", "http://127.0.0.1:4318", "--otlp-interval", "5"], "--otlp-interval '5'"),
-    (["--otlp-interval", "1000"], "apply only with --otlp"),
+    (["--otlp-interval", "1000"], "applies only with --otlp"),
     (["--otlp", "http://no-such-host.invalid:4318"], "cannot resolve"),
 ])
 def test_bad_otlp_options_fail_before_the_command_starts(tmp, args, message):

@@ -1,44 +1,58 @@
-// libFuzzer target for the command line (src/cli/options.*, the readers of cli/measure.hpp and
-// cli/energy_options.hpp, carbon::resolve): the input is an argument list (cut at NUL) given to
-// every subcommand's table; what parses is then read as run and wrap read it, and the component
-// and carbon options as serve reads them.  Bad input must be a usage_error (exit 2; app.cpp
-// prints it on one line, escaping what it quotes), never another exception or a crash.
+// libFuzzer target for the command line (src/cli/parse.cpp, src/cli/option_table.cpp, the shared
+// declarations of src/cli/shared_options.cpp, carbon::resolve): the input is an argument list
+// (cut at NUL) given to every subcommand's declarations, and to run's measurement options with
+// what run does after parsing (the command, the run id, the carbon factors) but without running
+// anything.  Bad input must be a usage_error (exit 2; the app prints it on one line, escaping
+// what it quotes), never another exception or a crash.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "carbon/carbon.hpp"
-#include "cli/commands.hpp"
-#include "cli/energy_options.hpp"
-#include "cli/measure.hpp"
-#include "cli/options.hpp"
+#include "cli/command.hpp"
+#include "cli/parse.hpp"
+#include "cli/shared_options.hpp"
 #include "fuzz/fuzz_input.hpp"
 #include "util/error.hpp"
+
+namespace {
+
+// run's options; running it only checks what run would run with.
+class measure_check final : public joules::cli::command {
+ public:
+  const joules::cli::command_text& text() const override { return text_; }
+  void declare(joules::cli::option_table& t) override {
+    t.positional(joules::cli::positional_kind::command);
+    joules::cli::declare_measure(t, options_);
+  }
+  int run(std::vector<std::string> positional) override {
+    const auto s = joules::cli::finish_measure(options_, std::move(positional), "run");
+    JOULES_FUZZ_CHECK(!s.command.empty() && !s.run_id.empty());
+    JOULES_FUZZ_CHECK(s.carbon.pue >= 1.0 && s.carbon.pue <= 5.0);
+    if (s.carbon.grid)
+      JOULES_FUZZ_CHECK(s.carbon.grid->g_per_kwh >= 0.0 && s.carbon.grid->g_per_kwh <= 2000.0);
+    return 0;
+  }
+
+ private:
+  joules::cli::command_text text_{"run", "", "", "", ""};
+  joules::cli::measure_options options_;
+};
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace joules;
   const std::vector<std::string> args = fuzz::fields(fuzz::as_text(data, size), '\0');
-  for (const cli::command_spec* spec : cli::all_commands()) {
-    cli::parsed_args parsed;
+  auto commands = cli::make_commands();
+  commands.push_back(std::make_unique<measure_check>());
+  for (auto& c : commands) {
+    const bool runnable = dynamic_cast<measure_check*>(c.get()) != nullptr;
+    cli::declared_command d = cli::declare(std::move(c));
     try {
-      parsed = cli::parse(*spec, args);
-    } catch (const usage_error& e) {
-      JOULES_FUZZ_CHECK(*e.what() != '\0');
-      continue;
-    }
-    try {
-      if (spec->name == "run" || spec->name == "wrap") {
-        const cli::measure_settings s = cli::read_measure_settings(parsed, spec->name);
-        JOULES_FUZZ_CHECK(!s.command.empty() && !s.run_id.empty());
-        JOULES_FUZZ_CHECK(s.carbon.pue >= 1.0 && s.carbon.pue <= 5.0);
-      } else if (spec->name == "serve") {
-        component_options c;
-        cli::read_component_options(parsed, c);
-        const carbon::factors f = carbon::resolve(cli::read_carbon_settings(parsed));
-        JOULES_FUZZ_CHECK(f.pue >= 1.0 && f.pue <= 5.0);
-        if (f.grid) JOULES_FUZZ_CHECK(f.grid->g_per_kwh >= 0.0 && f.grid->g_per_kwh <= 2000.0);
-      }
+      const cli::parse_result r = cli::parse(d, args);
+      if (runnable && !r.help) (void)d.cmd->run(r.positional);
     } catch (const usage_error& e) {
       JOULES_FUZZ_CHECK(*e.what() != '\0');
     }

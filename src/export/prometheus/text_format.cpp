@@ -5,40 +5,10 @@
 #include <cmath>
 
 #include "export/metrics/exposition.hpp"
+#include "text/utf8.hpp"
 
 namespace joules::exporter {
 namespace {
-
-constexpr std::string_view kReplacementChar = "\xEF\xBF\xBD";
-
-// Length of the valid UTF-8 sequence starting at s[i] (a byte >= 0x80), or 0 when it is not
-// valid: overlong forms, surrogates and code points above U+10FFFF are invalid (RFC 3629).
-std::size_t utf8_sequence_length(std::string_view s, std::size_t i) {
-  const auto byte = [&](std::size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char c = byte(i);
-  std::size_t n = 0;
-  unsigned min_second = 0x80;
-  unsigned max_second = 0xBF;
-  if (c >= 0xC2 && c <= 0xDF) {
-    n = 2;
-  } else if (c >= 0xE0 && c <= 0xEF) {
-    n = 3;
-    if (c == 0xE0) min_second = 0xA0;
-    if (c == 0xED) max_second = 0x9F;
-  } else if (c >= 0xF0 && c <= 0xF4) {
-    n = 4;
-    if (c == 0xF0) min_second = 0x90;
-    if (c == 0xF4) max_second = 0x8F;
-  } else {
-    return 0;
-  }
-  if (i + n > s.size()) return 0;
-  if (byte(i + 1) < min_second || byte(i + 1) > max_second) return 0;
-  for (std::size_t k = 2; k < n; ++k) {
-    if ((byte(i + k) & 0xC0U) != 0x80U) return 0;
-  }
-  return n;
-}
 
 // Appends `s` escaping `\`, newline and, when `quote` is set, `"`; copies runs of plain bytes
 // in one append, since nearly every value is plain ASCII.
@@ -49,13 +19,13 @@ void append_escaped(std::string& out, std::string_view s, bool quote) {
   while (i < s.size()) {
     const char c = s[i];
     if (static_cast<unsigned char>(c) >= 0x80) {
-      const std::size_t n = utf8_sequence_length(s, i);
+      const std::size_t n = text::utf8_sequence_length(s, i);
       if (n != 0) {
         i += n;
         continue;
       }
       flush(i);
-      out += kReplacementChar;
+      out += text::kReplacementChar;
       run = ++i;
       continue;
     }

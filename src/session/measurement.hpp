@@ -1,0 +1,111 @@
+#pragma once
+// One measurement from start to records: it opens the backend on the sampler's thread, chooses
+// the devices this job may use, opens the outputs (JSONL, the live exporters), places the
+// boundaries of the measured interval, adds up the windows accounting hands back and writes
+// `session_start`, `session_end` and the summary line.  `run` and `wrap` drive one around a
+// child process; the same steps serve any caller that brackets work between two instants.
+//
+// Thread-safety: one thread drives it; sampler() and live() are safe to use from others as
+// their headers say.
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/composite/open_backend.hpp"
+#include "carbon/carbon.hpp"
+#include "export/metrics/run_metrics.hpp"
+#include "proc/child.hpp"
+#include "record/jsonl_sink.hpp"
+#include "record/session_records.hpp"
+#include "sampler/sampler.hpp"
+#include "session/run_export.hpp"
+
+namespace joules::session {
+
+struct measure_settings {
+  backend_options backend;
+  std::optional<std::string> gpus;
+  std::chrono::milliseconds interval{100};
+  bool interval_given = false;  // --interval was on the command line
+  std::optional<std::string> output;
+  bool append = false;
+  bool json = false;
+  bool quiet = false;
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::string run_id;
+  std::vector<std::string> command;  // the measured command, when there is one
+  export_settings exports;           // --prometheus, --otlp
+  carbon::factors carbon;  // --pue, --region, --carbon-intensity, --price-per-kwh (resolved)
+};
+
+// How the measured interval ended: a command's exit, or the caller's end.
+struct interval_end {
+  mono_time time{};
+  int exit_status = 0;
+  std::optional<int> exit_code;
+  std::optional<int> exit_signal;
+  std::optional<int> forwarded_signal;
+};
+
+// The end of a command's run, as measurement::finish() takes it.
+interval_end end_of(const child_process& child);
+
+class measurement {
+ public:
+  // Resolves the command (when there is one), opens the backend, chooses devices and opens the
+  // outputs, in that order, so that every input error is reported before a file is truncated
+  // or a child started.  Throws usage_error or fatal_error.
+  measurement(const measure_settings& settings, std::string subcommand);
+  ~measurement();
+  measurement(const measurement&) = delete;
+  measurement& operator=(const measurement&) = delete;
+
+  joules::sampler& sampler() { return *sampler_; }
+  const run_context& context() const { return ctx_; }
+  jsonl_sink* sink() { return sink_ ? &*sink_ : nullptr; }
+  // The run's live state for --prometheus and --otlp (export/metrics/run_metrics.hpp).
+  exporter::run_metrics& live() { return *live_; }
+
+  // Starts the exporters and the sampling; returns after every device's first reading.
+  void start();
+  // The measured interval began at `t`: opens its window and writes session_start.
+  void begin(mono_time t);
+  // It ended at `t`: places the last boundary, takes the last readings and returns the windows
+  // not yet handed out through the sampler's on_window callback.
+  std::vector<window_result> end(mono_time t);
+
+  // Adds a finished window to the run's totals.  Every window must pass here.
+  void add_window(const window_result& w);
+
+  // Writes session_end (with `extra_json` as its "wrap" object, when given) and the summary
+  // line, with `summary_extra` appended to it.  Returns the exit status to end with.
+  int finish(const interval_end& end, const std::string& extra_json = {},
+             const std::string& summary_extra = {});
+
+  // The run's energy so far: the sum of the windows added.
+  microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
+
+  // Set when the sampler had to be abandoned in a hung backend call: the process must end
+  // without running destructors that would wait for it.
+  bool must_exit_hard() const { return must_exit_hard_; }
+
+ private:
+  // The snapshots' energy of each device at t (for the live metrics).
+  std::vector<double> energy_at(mono_time t) const;
+
+  measure_settings settings_;
+  std::unique_ptr<joules::sampler> sampler_;
+  std::vector<std::size_t> measured_;  // indices into the backend's devices
+  std::optional<jsonl_sink> sink_;
+  run_context ctx_;
+  std::optional<window_result> run_;  // the whole run, the sum of its windows
+  std::unique_ptr<exporter::run_metrics> live_;
+  std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
+  bool must_exit_hard_ = false;
+};
+
+}  // namespace joules::session

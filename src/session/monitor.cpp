@@ -1,0 +1,180 @@
+#include "session/monitor.hpp"
+
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+
+#include "backends/composite/open_backend.hpp"
+#include "monitor/live.hpp"
+#include "monitor/terminal.hpp"
+#include "monitor/view.hpp"
+#include "sampler/sampler.hpp"
+#include "session/device_choice.hpp"
+#include "session/identity.hpp"
+#include "term/messages.hpp"
+#include "term/terminal.hpp"
+#include "util/error.hpp"
+
+namespace joules::session {
+namespace {
+
+// Frames are drawn this long after the sampler's tick of the same slot, so that the tick and
+// its health readings are in the snapshot.
+constexpr std::chrono::milliseconds kFrameLag{40};
+// How long quitting waits for the sampler thread; one stuck in a driver call is left behind.
+constexpr std::chrono::milliseconds kStopGrace{300};
+
+enum class output_mode { screen, plain, json };
+
+// The text of one snapshot in a stream mode (plain lines or one JSONL object).
+std::string stream_text(const monitor::screen_model& m, output_mode mode) {
+  const std::string time = iso8601_utc(std::chrono::system_clock::now());
+  if (mode == output_mode::json) return monitor::json_sample(m, time);
+  std::string out = monitor::plain_stale_line(m);
+  for (const auto* list : {&m.gpus, &m.host_devices}) {
+    for (const auto& d : *list)
+      out += monitor::plain_line(time, m.readings_age_s, d);
+  }
+  return out;
+}
+
+std::string once_screen(const monitor::screen_model& m, bool color) {
+  const monitor::terminal_size size = monitor::size_of_stdout();
+  std::string out;
+  for (const auto& line : monitor::render_screen(m, size.columns, 10000, color)) {
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+int show_once(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+              std::chrono::milliseconds interval, bool color) {
+  const auto lag = std::min(kFrameLag, interval / 4);
+  const auto ev = events.wait(steady::now() + interval + lag);
+  if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
+  const auto& m = state.update();
+  std::string out;
+  if (mode == output_mode::screen) {
+    out = once_screen(m, color);
+  } else {
+    out = (mode == output_mode::plain ? monitor::plain_header() : std::string()) +
+          stream_text(m, mode);
+  }
+  monitor::write_stdout(out);
+  return 0;
+}
+
+// The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
+// status; the terminal is restored when it returns (or throws).
+int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+              std::chrono::milliseconds interval, bool color) {
+  const mono_time start = steady::now();
+  const auto lag = std::min(kFrameLag, interval / 4);
+  std::optional<monitor::screen_session> screen;
+  if (mode == output_mode::screen) screen.emplace();
+  if (mode == output_mode::plain && !monitor::write_stdout(monitor::plain_header())) return 0;
+  bool clear = true;
+  monitor::terminal_size size = monitor::size_of_stdout();
+  auto draw = [&] {
+    screen->draw(monitor::render_screen(state.update(), size.columns, size.lines, color), clear);
+    clear = false;
+  };
+  if (screen) draw();
+  mono_time next = start + interval + lag;
+  while (true) {
+    const auto ev = events.wait(next);
+    using kind = monitor::event_source::kind;
+    switch (ev.what) {
+      case kind::timeout: {
+        if (screen) {
+          draw();
+        } else if (!monitor::write_stdout(stream_text(state.update(), mode))) {
+          return 0;  // the reader went away (a closed pipe)
+        }
+        // The next slot on the grid; a frame that overran skips the slots it missed.
+        next += interval;
+        const mono_time now = steady::now();
+        while (next <= now)
+          next += interval;
+        break;
+      }
+      case kind::resize:
+        if (screen) {
+          size = monitor::size_of_stdout();
+          clear = true;
+          draw();
+        }
+        break;
+      case kind::suspend_key:
+        if (screen) {
+          screen->suspend();
+          size = monitor::size_of_stdout();
+          clear = true;
+          draw();
+        }
+        break;
+      case kind::quit_key:
+        return 0;
+      case kind::signal:
+        return 128 + ev.signal;
+    }
+  }
+}
+
+}  // namespace
+
+int show_monitor(const monitor_settings& s) {
+  sampler_options options;
+  options.interval = s.interval;
+  options.health_interval = s.interval;
+  sampler readings([b = s.backend] { return open_backend(b); }, options);
+  const backend& hw = readings.hardware();
+  for (const auto& n : hw.notices())
+    term::print_note(n);
+
+  // The GPUs this job may use, as `run` chooses them; CPU and DRAM domains are the machine's.
+  const device_choice choice = choose_devices(readings, s.gpus);
+  for (const auto& n : choice.scope.notes)
+    term::print_note(n);
+  const std::vector<std::size_t>& chosen = choice.devices;
+  for (const auto& c : hw.components()) {
+    if (!c.fix.empty() && c.method == energy_method::none) {
+      term::print_note(fmt::format("{} power is not shown: {}; {}", to_string(c.kind), c.detail, c.fix));
+    }
+  }
+  if (chosen.empty()) throw fatal_error("no device to monitor");
+
+  const term::capabilities out = term::of(STDOUT_FILENO);
+  output_mode mode = output_mode::screen;
+  if (s.json) {
+    mode = output_mode::json;
+  } else if (s.plain || !out.tty) {
+    mode = output_mode::plain;
+  }
+  const bool color = out.color;
+
+  // Signals end the loop (they are read from a signalfd, never delivered): set up before start.
+  const bool keys = mode == output_mode::screen && !s.once && isatty(STDIN_FILENO) != 0;
+  monitor::event_source events(keys);
+  readings.start(chosen);
+  monitor::live_model state(readings, chosen, s.interval, keys, host_name());
+  state.wait_for_health();
+  const int status = s.once ? show_once(events, state, mode, s.interval, color)
+                            : show_live(events, state, mode, s.interval, color);
+  // The terminal is back already (show_live's screen_session is gone).  A sampler stuck in a
+  // driver call that does not return is left behind, as `run` does: the process ends without
+  // the destructors that would wait for it.
+  if (!readings.stop(kStopGrace)) {
+    std::fflush(nullptr);
+    std::_Exit(status);
+  }
+  return status;
+}
+
+}  // namespace joules::session

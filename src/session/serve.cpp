@@ -1,0 +1,128 @@
+#include "session/serve.hpp"
+
+#include <fmt/format.h>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "export/metrics/label_policy.hpp"
+#include "export/metrics/metric_source.hpp"
+#include "export/prometheus/prometheus_endpoint.hpp"
+#include "sampler/sampler.hpp"
+#include "term/messages.hpp"
+#include "util/error.hpp"
+
+namespace joules::session {
+namespace {
+
+// A boundary every so often closes the accounting window, so readings older than it are
+// dropped: a node exporter runs for months in bounded memory.
+constexpr std::chrono::seconds kWindow{300};
+
+// SIGINT and SIGTERM (blocked in every thread since app::main) as a file descriptor.
+int stop_signal_fd() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  const int fd = signalfd(-1, &set, SFD_CLOEXEC);
+  if (fd < 0) throw fatal_error(fmt::format("signalfd: {}", std::strerror(errno)));
+  return fd;
+}
+
+}  // namespace
+
+int serve(const serve_settings& s) {
+  sampler_options options;
+  options.interval = s.interval;
+  options.health_interval = std::max(s.interval, std::chrono::milliseconds(1000));
+  sampler readings([b = s.backend] { return open_backend(b); }, options);
+  const backend& hw = readings.hardware();
+  for (const auto& n : hw.notices())
+    term::print_note(n);
+  for (const auto& c : hw.components()) {
+    // Counters that exist but cannot be read get their fix said once, as run and wrap do.
+    if (!c.fix.empty() && c.method == energy_method::none) {
+      term::print_note(fmt::format("{} energy is not measured: {}; {}",
+                       c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
+    }
+  }
+
+  std::vector<std::size_t> served;
+  std::vector<device_info> devices;
+  for (std::size_t i = 0; i < hw.devices().size(); ++i) {
+    const device_info& d = hw.devices()[i];
+    if (d.method() == energy_method::none) {
+      term::print_note(fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
+                       d.key(), d.name));
+      continue;
+    }
+    served.push_back(i);
+    devices.push_back(d);
+  }
+  if (served.empty()) throw fatal_error("no device can be read (no energy counter, no power)");
+  const auto gpus = static_cast<std::size_t>(
+      std::count_if(devices.begin(), devices.end(),
+                    [](const device_info& d) { return d.kind == device_kind::gpu; }));
+
+  exporter::label_set base;
+  base.add("hostname", s.hostname);
+  const auto user = exporter::apply_label_policy(s.labels, exporter::kExporterLabelNames);
+  for (const auto& line : user.renamed)
+    term::print_note(line);
+  for (const auto& [k, v] : user.labels)
+    base.add(k, v);
+
+  const double stale_after_s =
+      std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
+  exporter::http_server_options server;
+  server.address = s.listen;
+  server.max_connections = s.max_connections;
+  exporter::prometheus_endpoint endpoint(
+      server,
+      exporter::node_source(
+          {&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
+           exporter::component_states(s.backend.components, hw.components(), gpus)}),
+      base);
+  const int signals = stop_signal_fd();
+
+  readings.on_window([](const window_result&) {});  // windows only bound memory here
+  readings.start(served);
+  readings.boundary(steady::now());
+  endpoint.start();
+  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n", gpus,
+               devices.size() > gpus ? " and CPU/DRAM" : "", endpoint.address().text().c_str());
+  std::fflush(stderr);
+
+  mono_time next_boundary = steady::now() + kWindow;
+  while (true) {
+    const auto wait =
+        std::chrono::duration_cast<std::chrono::milliseconds>(next_boundary - steady::now());
+    pollfd p{signals, POLLIN, 0};
+    const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, wait.count())));
+    if (n > 0) break;
+    if (n < 0 && errno != EINTR) break;
+    if (steady::now() >= next_boundary) {
+      readings.boundary(steady::now());
+      next_boundary += kWindow;
+    }
+  }
+  close(signals);
+  endpoint.stop();
+  readings.finish(steady::now());
+  if (readings.abandoned()) {
+    // The sampler is stuck in a driver call that never returned; leave without waiting for it.
+    std::fflush(nullptr);
+    std::_Exit(0);
+  }
+  return 0;
+}
+
+}  // namespace joules::session

@@ -1,0 +1,34 @@
+#pragma once
+// `joules serve`: a node exporter.  The sampler reads every GPU (and the CPU packages and DRAM
+// RAPL can read) at the interval, with health readings; /metrics serialises its latest
+// snapshot, so a scrape never waits for the driver and a scraper cannot make joules call the
+// driver more often.  Runs until SIGINT or SIGTERM.
+
+#include <chrono>
+#include <cstddef>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "backends/composite/open_backend.hpp"
+#include "carbon/carbon.hpp"
+#include "http/listen_address.hpp"
+
+namespace joules::session {
+
+struct serve_settings {
+  backend_options backend;
+  exporter::listen_address listen{std::string(exporter::kDefaultListenHost), 9400};
+  std::chrono::milliseconds interval{1000};
+  bool dcgm_compat = false;
+  std::string hostname;  // the hostname label
+  std::vector<std::pair<std::string, std::string>> labels;
+  std::size_t max_connections = 64;
+  carbon::factors carbon;
+};
+
+// Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound
+// or nothing can be read.
+int serve(const serve_settings& settings);
+
+}  // namespace joules::session

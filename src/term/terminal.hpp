@@ -1,0 +1,23 @@
+#pragma once
+// What a stream joules writes to can show: whether it is a terminal, whether colour is wanted
+// there, and how wide it is.  The one place these are decided, so that every subcommand agrees:
+// colour only on a terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb.
+
+#include <cstddef>
+
+namespace joules::term {
+
+struct capabilities {
+  bool tty = false;
+  bool color = false;
+  std::size_t columns = 80;  // the terminal's width; COLUMNS, else 80, when not a terminal
+  std::size_t lines = 24;
+};
+
+// Of file descriptor `fd` (STDOUT_FILENO, STDERR_FILENO), read now.
+capabilities of(int fd);
+
+// Whether the environment asks for no colour (NO_COLOR set and not empty, or TERM=dumb).
+bool color_refused();
+
+}  // namespace joules::term
