@@ -8,8 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/help.hpp"
-#include "cli/parse.hpp"
+#include "cli/commands.hpp"
+#include "options/help.hpp"
+#include "options/parse.hpp"
 #include "proc/child.hpp"
 #include "term/messages.hpp"
 #include "util/error.hpp"
@@ -17,17 +18,17 @@
 namespace joules::app {
 namespace {
 
-std::vector<cli::declared_command> declare_all() {
-  std::vector<cli::declared_command> out;
+std::vector<options::declared_command> declare_all() {
+  std::vector<options::declared_command> out;
   for (auto& c : cli::make_commands())
-    out.push_back(cli::declare(std::move(c)));
+    out.push_back(options::declare(std::move(c)));
   return out;
 }
 
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2 && args[0] == "help") return dispatch({args[1], "--help"});
-    std::fputs(cli::top_help(declare_all()).c_str(), stdout);
+    std::fputs(options::top_help(declare_all()).c_str(), stdout);
     return args.empty() ? kExitUsage : 0;
   }
   if (args[0] == "--version" || args[0] == "-V") {
@@ -35,23 +36,23 @@ int dispatch(const std::vector<std::string>& args) {
     return 0;
   }
   if (args[0] == "manpage") {
-    std::fputs(cli::man_page(declare_all()).c_str(), stdout);
+    std::fputs(options::man_page(declare_all()).c_str(), stdout);
     return 0;
   }
   if (args[0] == "completion") {
     if (args.size() != 2 || args[1] != "bash") {
       throw usage_error("completion: expected `joules completion bash`");
     }
-    std::fputs(cli::bash_completion(declare_all()).c_str(), stdout);
+    std::fputs(options::bash_completion(declare_all()).c_str(), stdout);
     return 0;
   }
   for (auto& c : cli::make_commands()) {
     if (c->text().name != args[0]) continue;
-    cli::declared_command d = cli::declare(std::move(c));
+    options::declared_command d = options::declare(std::move(c));
     const std::vector<std::string> rest(args.begin() + 1, args.end());
-    cli::parse_result parsed = cli::parse(d, rest);
+    options::parse_result parsed = options::parse(d, rest);
     if (parsed.help) {
-      std::fputs(cli::help_text(d).c_str(), stdout);
+      std::fputs(options::help_text(d).c_str(), stdout);
       return 0;
     }
     return d.cmd->run(std::move(parsed.positional));

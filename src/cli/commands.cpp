@@ -1,9 +1,9 @@
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 
 namespace joules::cli {
 
-std::vector<std::unique_ptr<command>> make_commands() {
-  std::vector<std::unique_ptr<command>> out;
+std::vector<std::unique_ptr<options::command>> make_commands() {
+  std::vector<std::unique_ptr<options::command>> out;
   out.push_back(make_run_command());
   out.push_back(make_wrap_command());
   out.push_back(make_steps_command());

@@ -1,13 +1,13 @@
 // `joules doctor`: can joules measure this machine, and are its GPUs healthy?
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/doctor.hpp"
 
 namespace joules::cli {
 namespace {
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "doctor", "can joules measure this machine, and are its GPUs healthy?", "[OPTIONS]",
     "Reports the NVML library found (path, version, driver); for each GPU what can be measured "
     "(energy counter, instantaneous or averaged power, GPM metrics, power-limit control and "
@@ -27,10 +27,10 @@ constexpr command_text kText{
     "joules doctor --json | jq .findings\n"
     "joules doctor --gpus 0,1 || scontrol update nodename=$(hostname) state=drain reason=gpu"};
 
-class doctor_command final : public command {
+class doctor_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override {
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override {
     t.group("Output");
     t.flag("json", 0, "Print the report as one JSON object (docs/monitor-doctor.md).", s_.json);
     declare_gpus(t, s_.gpus);
@@ -48,7 +48,7 @@ class doctor_command final : public command {
 
 }  // namespace
 
-std::unique_ptr<command> make_doctor_command() {
+std::unique_ptr<options::command> make_doctor_command() {
   return std::make_unique<doctor_command>();
 }
 

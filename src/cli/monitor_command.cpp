@@ -1,13 +1,13 @@
 // `joules monitor`: live power, energy and health of every GPU.
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/monitor.hpp"
 
 namespace joules::cli {
 namespace {
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "monitor", "live power, energy and health of every GPU", "[OPTIONS]",
     "On a terminal, a full-screen view refreshed every --interval: one block per GPU with its "
     "power against its limit, the energy it used since the monitor started (from its energy "
@@ -32,10 +32,10 @@ constexpr command_text kText{
     "joules monitor --once --plain\n"
     "joules monitor --backend sim --sim-gpus 4"};
 
-class monitor_command final : public command {
+class monitor_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override {
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override {
     t.group("View");
     t.millis("interval",
              "Milliseconds between refreshes. Power, energy and health are read once per "
@@ -66,7 +66,7 @@ class monitor_command final : public command {
 
 }  // namespace
 
-std::unique_ptr<command> make_monitor_command() {
+std::unique_ptr<options::command> make_monitor_command() {
   return std::make_unique<monitor_command>();
 }
 

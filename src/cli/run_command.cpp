@@ -1,13 +1,13 @@
 // `joules run`: the total energy of any command, with no interference with it.
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/run.hpp"
 
 namespace joules::cli {
 namespace {
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "run", "total energy of a command, with no interference with it",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD with its stdin, stdout and stderr untouched, measures the energy of the GPUs this "
@@ -22,11 +22,11 @@ constexpr command_text kText{
     "joules run --gpus 0,1 --output run.jsonl --label config=lr3e-4 -- python train.py\n"
     "joules run --backend sim --sim-gpus 8 -- sleep 5"};
 
-class run_command final : public command {
+class run_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override {
-    t.positional(positional_kind::command);
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override {
+    t.positional(options::positional_kind::command);
     declare_measure(t, options_);
   }
   int run(std::vector<std::string> positional) override {
@@ -39,7 +39,7 @@ class run_command final : public command {
 
 }  // namespace
 
-std::unique_ptr<command> make_run_command() {
+std::unique_ptr<options::command> make_run_command() {
   return std::make_unique<run_command>();
 }
 

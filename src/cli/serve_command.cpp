@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/identity.hpp"
 #include "session/serve.hpp"
@@ -11,7 +11,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "serve", "node exporter: Prometheus /metrics for every GPU (and CPU/DRAM)", "[OPTIONS]",
     "Serves http://127.0.0.1:9400/metrics in the Prometheus text format for every GPU of the "
     "machine: power, energy, utilisation, memory, temperatures, clocks, throttle reasons, ECC "
@@ -28,10 +28,10 @@ constexpr command_text kText{
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
 
-class serve_command final : public command {
+class serve_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override;
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override;
   int run(std::vector<std::string>) override {
     if (!hostname_) s_.hostname = session::host_name();
     s_.carbon = resolve_carbon(carbon_);
@@ -44,7 +44,7 @@ class serve_command final : public command {
   carbon::settings carbon_;
 };
 
-void serve_command::declare(option_table& t) {
+void serve_command::declare(options::option_table& t) {
   t.group("Serving");
   t.text("listen", 0, "[HOST:]PORT",
          "Address of /metrics. HOST is 127.0.0.1 unless given (0.0.0.0 or [::] for every "
@@ -90,7 +90,7 @@ void serve_command::declare(option_table& t) {
 
 }  // namespace
 
-std::unique_ptr<command> make_serve_command() {
+std::unique_ptr<options::command> make_serve_command() {
   return std::make_unique<serve_command>();
 }
 

@@ -9,24 +9,24 @@
 
 #include "backends/composite/open_backend.hpp"
 #include "carbon/carbon.hpp"
-#include "cli/option_table.hpp"
+#include "options/option_table.hpp"
 #include "session/measurement.hpp"
 
 namespace joules::cli {
 
 // --backend and --nvml-library.
-void declare_backend(option_table& t, backend_options& out);
+void declare_backend(options::option_table& t, backend_options& out);
 // The --sim-* options, only with --backend sim (declared after declare_backend).
-void declare_sim(option_table& t, backend_options& out);
+void declare_sim(options::option_table& t, backend_options& out);
 // --gpus.
-void declare_gpus(option_table& t, std::optional<std::string>& out);
+void declare_gpus(options::option_table& t, std::optional<std::string>& out);
 // --components, --estimate-cpu, --cpu-tdp.  `components_default` is --components' default as
 // this subcommand's help says it.
-void declare_components(option_table& t, component_options& out,
+void declare_components(options::option_table& t, component_options& out,
                         std::string_view components_default);
 // --pue, --carbon-intensity, --region (else JOULES_REGION, read in resolve_carbon),
 // --price-per-kwh, --currency.
-void declare_carbon(option_table& t, carbon::settings& out);
+void declare_carbon(options::option_table& t, carbon::settings& out);
 // The settings above with JOULES_REGION applied, resolved against the shipped tables.  Throws
 // usage_error.
 carbon::factors resolve_carbon(carbon::settings s);
@@ -38,7 +38,7 @@ struct measure_options {
   std::optional<std::string> run_id;
   carbon::settings carbon;
 };
-void declare_measure(option_table& t, measure_options& out);
+void declare_measure(options::option_table& t, measure_options& out);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.
 session::measure_settings finish_measure(measure_options& o, std::vector<std::string> command,
                                          std::string_view subcommand);

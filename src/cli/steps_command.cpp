@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "steps/step_parser.hpp"
 #include "util/error.hpp"
 #include "util/json_writer.hpp"
@@ -205,7 +205,7 @@ int steps_main(const steps_settings& settings, const std::vector<std::string>& f
   return 0;
 }
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "steps", "show which lines of a training log are steps, phases and metrics",
     "[OPTIONS] [FILE|-]",
     "Reads a training log (FILE, or standard input when FILE is - or absent) and prints, for "
@@ -218,11 +218,11 @@ constexpr command_text kText{
     "python train.py 2>&1 | tee train.log | joules steps --only-steps\n"
     "joules steps --step-regex '^it (\\d+)/(?<total>\\d+)' --json train.log"};
 
-class steps_command final : public command {
+class steps_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override {
-    t.positional(positional_kind::files);
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override {
+    t.positional(options::positional_kind::files);
     t.repeated("step-regex", "RE",
                "An extra step format: a PCRE2 regular expression searched in each line; its first "
                "capture group is the step number, an optional group named total the total, e.g. "
@@ -243,7 +243,7 @@ class steps_command final : public command {
 
 }  // namespace
 
-std::unique_ptr<command> make_steps_command() {
+std::unique_ptr<options::command> make_steps_command() {
   return std::make_unique<steps_command>();
 }
 

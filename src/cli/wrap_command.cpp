@@ -1,6 +1,6 @@
 // `joules wrap`: energy per training step, per phase and per token; prediction of the whole run.
 
-#include "cli/command.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/wrap.hpp"
 
@@ -10,7 +10,7 @@ namespace {
 constexpr std::string_view kSteps = "Steps";
 constexpr std::uint64_t kMaxCount = 1ULL << 50U;
 
-constexpr command_text kText{
+constexpr options::command_text kText{
     "wrap", "energy per training step, per phase and per token; prediction of the whole run",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD like joules run, and reads its stdout and stderr as it goes: both pass through to "
@@ -33,10 +33,10 @@ constexpr command_text kText{
     "joules wrap --output run.jsonl --tokens-per-step 524288 -- python train.py\n"
     "joules wrap --step-regex 'it=(\\d+)/(?<total>\\d+)' -- ./my_trainer"};
 
-class wrap_command final : public command {
+class wrap_command final : public options::command {
  public:
-  const command_text& text() const override { return kText; }
-  void declare(option_table& t) override;
+  const options::command_text& text() const override { return kText; }
+  void declare(options::option_table& t) override;
   int run(std::vector<std::string> positional) override {
     if (inline_) output_.inline_energy = true;
     if (no_inline_) output_.inline_energy = false;
@@ -53,8 +53,8 @@ class wrap_command final : public command {
   bool no_pty_ = false;
 };
 
-void wrap_command::declare(option_table& t) {
-  t.positional(positional_kind::command);
+void wrap_command::declare(options::option_table& t) {
+  t.positional(options::positional_kind::command);
   declare_measure(t, options_);
   t.group(kSteps);
   t.repeated("step-regex", "RE",
@@ -99,7 +99,7 @@ void wrap_command::declare(option_table& t) {
 
 }  // namespace
 
-std::unique_ptr<command> make_wrap_command() {
+std::unique_ptr<options::command> make_wrap_command() {
   return std::make_unique<wrap_command>();
 }
 

@@ -78,9 +78,8 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
       chosen.push_back(choice.gpu_index[k]);
   }
   r.gpus = readings.on_thread([&](backend& b) { return examine(b, chosen); });
-  r.cuda =
-      doctor::map_cuda(choice.gpus, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
-                       mig_parents_of(readings));
+  r.cuda = doctor::map_cuda(choice.gpus, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
+                            mig_parents_of(readings));
   for (auto& g : r.gpus) {
     for (const auto& e : r.cuda.devices) {
       if (e.uuid == g.info.uuid && !g.cuda_index) g.cuda_index = e.cuda_index;

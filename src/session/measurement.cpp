@@ -51,7 +51,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
     // summary and the records (a VM has no RAPL, and that is no news on every run).
     if (!c.fix.empty() && c.method == energy_method::none) {
       term::print_note(fmt::format("{} energy is not measured: {}; {}",
-                       c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
+                                   c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
     }
   }
 

@@ -145,7 +145,8 @@ int show_monitor(const monitor_settings& s) {
   const std::vector<std::size_t>& chosen = choice.devices;
   for (const auto& c : hw.components()) {
     if (!c.fix.empty() && c.method == energy_method::none) {
-      term::print_note(fmt::format("{} power is not shown: {}; {}", to_string(c.kind), c.detail, c.fix));
+      term::print_note(
+          fmt::format("{} power is not shown: {}; {}", to_string(c.kind), c.detail, c.fix));
     }
   }
   if (chosen.empty()) throw fatal_error("no device to monitor");

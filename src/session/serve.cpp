@@ -51,7 +51,7 @@ int serve(const serve_settings& s) {
     // Counters that exist but cannot be read get their fix said once, as run and wrap do.
     if (!c.fix.empty() && c.method == energy_method::none) {
       term::print_note(fmt::format("{} energy is not measured: {}; {}",
-                       c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
+                                   c.kind == device_kind::cpu ? "CPU" : "DRAM", c.detail, c.fix));
     }
   }
 
@@ -60,8 +60,9 @@ int serve(const serve_settings& s) {
   for (std::size_t i = 0; i < hw.devices().size(); ++i) {
     const device_info& d = hw.devices()[i];
     if (d.method() == energy_method::none) {
-      term::print_note(fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
-                       d.key(), d.name));
+      term::print_note(
+          fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
+                      d.key(), d.name));
       continue;
     }
     served.push_back(i);

@@ -115,7 +115,8 @@ void wrap_loop::route_records() {
     record_channel_ = err_channel_;
   }
   if (record_channel_ != nullptr) {
-    sink->route([ch = record_channel_](std::string_view line) { ch->own_line(line, steady::now()); });
+    sink->route(
+        [ch = record_channel_](std::string_view line) { ch->own_line(line, steady::now()); });
   }
 }
 

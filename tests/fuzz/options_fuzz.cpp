@@ -10,20 +10,20 @@
 #include <vector>
 
 #include "carbon/carbon.hpp"
-#include "cli/command.hpp"
-#include "cli/parse.hpp"
+#include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "fuzz/fuzz_input.hpp"
+#include "options/parse.hpp"
 #include "util/error.hpp"
 
 namespace {
 
 // run's options; running it only checks what run would run with.
-class measure_check final : public joules::cli::command {
+class measure_check final : public joules::options::command {
  public:
-  const joules::cli::command_text& text() const override { return text_; }
-  void declare(joules::cli::option_table& t) override {
-    t.positional(joules::cli::positional_kind::command);
+  const joules::options::command_text& text() const override { return text_; }
+  void declare(joules::options::option_table& t) override {
+    t.positional(joules::options::positional_kind::command);
     joules::cli::declare_measure(t, options_);
   }
   int run(std::vector<std::string> positional) override {
@@ -36,7 +36,7 @@ class measure_check final : public joules::cli::command {
   }
 
  private:
-  joules::cli::command_text text_{"run", "", "", "", ""};
+  joules::options::command_text text_{"run", "", "", "", ""};
   joules::cli::measure_options options_;
 };
 
@@ -49,9 +49,9 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   commands.push_back(std::make_unique<measure_check>());
   for (auto& c : commands) {
     const bool runnable = dynamic_cast<measure_check*>(c.get()) != nullptr;
-    cli::declared_command d = cli::declare(std::move(c));
+    options::declared_command d = options::declare(std::move(c));
     try {
-      const cli::parse_result r = cli::parse(d, args);
+      const options::parse_result r = options::parse(d, args);
       if (runnable && !r.help) (void)d.cmd->run(r.positional);
     } catch (const usage_error& e) {
       JOULES_FUZZ_CHECK(*e.what() != '\0');

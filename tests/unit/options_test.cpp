@@ -3,13 +3,16 @@
 
 #include <gtest/gtest.h>
 
-#include "cli/command.hpp"
-#include "cli/help.hpp"
-#include "cli/parse.hpp"
+#include "cli/commands.hpp"
+#include "options/help.hpp"
+#include "options/parse.hpp"
 #include "util/error.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 namespace {
+
+using cli::make_commands;
+using cli::make_run_command;
 
 struct parsed {
   declared_command d;
@@ -172,4 +175,4 @@ TEST(Options, ManPageAndCompletionComeFromTheSameDeclarations) {
 }
 
 }  // namespace
-}  // namespace joules::cli
+}  // namespace joules::options

@@ -22,7 +22,7 @@
 #include <string_view>
 #include <vector>
 
-namespace joules::cli {
+namespace joules::options {
 
 // What a subcommand takes after its options.
 enum class positional_kind {
@@ -72,7 +72,8 @@ class option_table {
   // A decimal number in [lo, hi] (C locale); `expected` is the whole "expected ..." phrase.
   CLI::Option* number(std::string_view name, std::string_view value_name, std::string_view help,
                       std::string_view default_text, double lo, double hi,
-                      std::string_view expected, std::function<void(double, const std::string&)> store);
+                      std::string_view expected,
+                      std::function<void(double, const std::string&)> store);
   // One of `choices`.
   CLI::Option* choice(std::string_view name, std::string_view value_name, std::string_view help,
                       std::string_view default_text, std::vector<std::string> choices,
@@ -127,4 +128,4 @@ class option_table {
 // "--interval" for an option, as messages name it.
 std::string option_name(const CLI::Option* o);
 
-}  // namespace joules::cli
+}  // namespace joules::options

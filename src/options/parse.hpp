@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "cli/command.hpp"
+#include "options/command.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 
 // A subcommand with its options declared on its own CLI11 app.
 struct declared_command {
@@ -30,4 +30,4 @@ struct parse_result {
 // accepted.
 parse_result parse(declared_command& d, std::span<const std::string> args);
 
-}  // namespace joules::cli
+}  // namespace joules::options

@@ -5,9 +5,9 @@
 #include <span>
 #include <string>
 
-#include "cli/parse.hpp"
+#include "options/parse.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 
 // Columns --help wraps to.
 inline constexpr std::size_t kHelpWidth = 100;
@@ -21,4 +21,4 @@ std::string man_page(std::span<const declared_command> commands);
 // A bash completion script: subcommands, options and, for choices, their values.
 std::string bash_completion(std::span<const declared_command> commands);
 
-}  // namespace joules::cli
+}  // namespace joules::options

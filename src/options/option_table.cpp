@@ -1,4 +1,4 @@
-#include "cli/option_table.hpp"
+#include "options/option_table.hpp"
 
 #include <fmt/format.h>
 
@@ -7,7 +7,7 @@
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 namespace {
 
 // A CLI11 validator whose failure message is "'VALUE': expected ..." (CLI11 puts the option's
@@ -43,10 +43,9 @@ option_table& option_table::group(std::string_view name) {
   return *this;
 }
 
-CLI::Option* option_table::add(std::string_view name, char short_name,
-                               std::string_view value_name, std::string_view help,
-                               std::string_view default_text, bool repeatable,
-                               std::string accepts,
+CLI::Option* option_table::add(std::string_view name, char short_name, std::string_view value_name,
+                               std::string_view help, std::string_view default_text,
+                               bool repeatable, std::string accepts,
                                std::function<void(const std::string&)> store) {
   CLI::Option* o = app_->add_option(names(name, short_name));
   o->description(std::string(help));
@@ -72,16 +71,15 @@ CLI::Option* option_table::flag(std::string_view name, char short_name, std::str
   return o;
 }
 
-CLI::Option* option_table::text(std::string_view name, char short_name,
-                                std::string_view value_name, std::string_view help,
-                                std::string_view default_text,
+CLI::Option* option_table::text(std::string_view name, char short_name, std::string_view value_name,
+                                std::string_view help, std::string_view default_text,
                                 std::function<void(const std::string&)> store) {
   return add(name, short_name, value_name, help, default_text, false, {}, std::move(store));
 }
 
-CLI::Option* option_table::text(std::string_view name, char short_name,
-                                std::string_view value_name, std::string_view help,
-                                std::string_view default_text, std::optional<std::string>& out) {
+CLI::Option* option_table::text(std::string_view name, char short_name, std::string_view value_name,
+                                std::string_view help, std::string_view default_text,
+                                std::optional<std::string>& out) {
   return text(name, short_name, value_name, help, default_text,
               [&out](const std::string& v) { out = v; });
 }
@@ -97,11 +95,9 @@ CLI::Option* option_table::count(std::string_view name, std::string_view value_n
                                  std::uint64_t lo, std::uint64_t hi, std::string_view what,
                                  std::function<void(std::uint64_t)> store) {
   const std::string range = fmt::format("{} to {}", lo, hi);
-  CLI::Option* o = add(name, 0, value_name, help, default_text, false,
-                       fmt::format("From {}.", range),
-                       [store = std::move(store), lo, hi](const std::string& v) {
-                         store(*parse_uint(v, lo, hi));
-                       });
+  CLI::Option* o = add(
+      name, 0, value_name, help, default_text, false, fmt::format("From {}.", range),
+      [store = std::move(store), lo, hi](const std::string& v) { store(*parse_uint(v, lo, hi)); });
   o->check(expecting(
       range, [lo, hi](const std::string& v) { return parse_uint(v, lo, hi).has_value(); },
       count_phrase(what, lo, hi)));
@@ -109,8 +105,8 @@ CLI::Option* option_table::count(std::string_view name, std::string_view value_n
 }
 
 CLI::Option* option_table::millis(std::string_view name, std::string_view help,
-                                  std::string_view default_text, std::uint64_t lo,
-                                  std::uint64_t hi, std::chrono::milliseconds& out, bool* given) {
+                                  std::string_view default_text, std::uint64_t lo, std::uint64_t hi,
+                                  std::chrono::milliseconds& out, bool* given) {
   return count(name, "MS", help, default_text, lo, hi, "milliseconds",
                [&out, given](std::uint64_t ms) {
                  out = std::chrono::milliseconds(static_cast<std::int64_t>(ms));
@@ -123,11 +119,9 @@ CLI::Option* option_table::number(std::string_view name, std::string_view value_
                                   double hi, std::string_view expected,
                                   std::function<void(double, const std::string&)> store) {
   const std::string range = fmt::format("{:g} to {:g}", lo, hi);
-  CLI::Option* o = add(name, 0, value_name, help, default_text, false,
-                       fmt::format("From {}.", range),
-                       [store = std::move(store)](const std::string& v) {
-                         store(*parse_double(v), v);
-                       });
+  CLI::Option* o =
+      add(name, 0, value_name, help, default_text, false, fmt::format("From {}.", range),
+          [store = std::move(store)](const std::string& v) { store(*parse_double(v), v); });
   o->check(expecting(
       range,
       [lo, hi](const std::string& v) {
@@ -211,4 +205,4 @@ void option_table::apply() const {
   }
 }
 
-}  // namespace joules::cli
+}  // namespace joules::options

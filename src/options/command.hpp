@@ -14,9 +14,9 @@
 #include <string_view>
 #include <vector>
 
-#include "cli/option_table.hpp"
+#include "options/option_table.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 
 struct command_text {
   std::string_view name;         // "run"
@@ -37,15 +37,4 @@ class command {
   virtual int run(std::vector<std::string> positional) = 0;
 };
 
-// One fresh object per subcommand, in the order `joules --help` lists them.
-std::vector<std::unique_ptr<command>> make_commands();
-
-// Makers, one per subcommand (cli/*_command.cpp).
-std::unique_ptr<command> make_run_command();
-std::unique_ptr<command> make_wrap_command();
-std::unique_ptr<command> make_steps_command();
-std::unique_ptr<command> make_monitor_command();
-std::unique_ptr<command> make_doctor_command();
-std::unique_ptr<command> make_serve_command();
-
-}  // namespace joules::cli
+}  // namespace joules::options

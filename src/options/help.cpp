@@ -1,4 +1,4 @@
-#include "cli/help.hpp"
+#include "options/help.hpp"
 
 #include <fmt/format.h>
 
@@ -6,7 +6,7 @@
 
 #include "util/strings.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 namespace {
 
 constexpr std::size_t kOptionColumn = 26;
@@ -196,4 +196,4 @@ std::string bash_completion(std::span<const declared_command> commands) {
       trim(names), cases);
 }
 
-}  // namespace joules::cli
+}  // namespace joules::options

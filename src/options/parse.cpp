@@ -1,4 +1,4 @@
-#include "cli/parse.hpp"
+#include "options/parse.hpp"
 
 // CLI11 is header-only: its formatter and config parser are defined where these are included.
 #include <CLI/Config.hpp>
@@ -11,7 +11,7 @@
 
 #include "util/error.hpp"
 
-namespace joules::cli {
+namespace joules::options {
 namespace {
 
 std::string see_help(std::string_view command) {
@@ -57,8 +57,8 @@ std::string translate(const CLI::ParseError& e, const CLI::App& app, std::string
 
 declared_command declare(std::unique_ptr<command> cmd) {
   declared_command d;
-  d.app = std::make_unique<CLI::App>(std::string(cmd->text().summary),
-                                     std::string(cmd->text().name));
+  d.app =
+      std::make_unique<CLI::App>(std::string(cmd->text().summary), std::string(cmd->text().name));
   // joules prints its own help (cli/help.hpp) and decides what the first positional means.
   d.app->set_help_flag();
   d.app->allow_extras(false);
@@ -101,12 +101,15 @@ parse_result parse(declared_command& d, std::span<const std::string> args) {
     const std::string key = is_long ? a.substr(0, eq) : a.substr(0, 2);
     const CLI::Option* o = find(app, key);
     if (o == nullptr) {
-      throw usage_error(fmt::format("unknown option '{}' for joules {}; {}", a, name, see_help(name)));
+      throw usage_error(
+          fmt::format("unknown option '{}' for joules {}; {}", a, name, see_help(name)));
     }
     const bool attached = is_long ? eq != std::string::npos : a.size() > 2;
     if (!d.table->takes_value(o)) {
       if (attached) {
-        if (!is_long) throw usage_error(fmt::format("unknown option '{}' for joules {}; {}", a, name, see_help(name)));
+        if (!is_long)
+          throw usage_error(
+              fmt::format("unknown option '{}' for joules {}; {}", a, name, see_help(name)));
         throw usage_error(fmt::format("{} takes no value (got '{}')", key, a.substr(eq + 1)));
       }
       options.push_back(a);
@@ -124,8 +127,8 @@ parse_result parse(declared_command& d, std::span<const std::string> args) {
     }
     const std::string& next = args[i + 1];
     if (next.starts_with("--") && find(app, next.substr(0, next.find('='))) != nullptr) {
-      throw usage_error(fmt::format("{} needs a value ({}), not the option '{}'; {}", n,
-                                    value_name, next, see_help(name)));
+      throw usage_error(fmt::format("{} needs a value ({}), not the option '{}'; {}", n, value_name,
+                                    next, see_help(name)));
     }
     options.push_back(next);
     ++i;
@@ -145,4 +148,4 @@ parse_result parse(declared_command& d, std::span<const std::string> args) {
   return out;
 }
 
-}  // namespace joules::cli
+}  // namespace joules::options
