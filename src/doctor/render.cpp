@@ -6,6 +6,7 @@
 #include <iterator>
 
 #include "doctor/report.hpp"
+#include "text/escape.hpp"
 #include "util/json_writer.hpp"
 
 #ifndef JOULES_VERSION
@@ -14,6 +15,11 @@
 
 namespace joules::doctor {
 namespace {
+
+// Strings from the driver, the file system or a CPU's model name, as a terminal shows them.
+std::string shown(std::string_view outside) {
+  return text::escape_for_terminal(outside);
+}
 
 using health::severity;
 
@@ -83,8 +89,9 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
   const device_info& d = g.info;
   fmt::format_to(
       std::back_inserter(out), "  {}  {}{}  {}  {}{}\n",
-      paint(color, fmt::format("GPU {}", d.index), "1"), d.name,
-      d.architecture.empty() ? "" : fmt::format(" ({})", d.architecture), d.uuid, d.pci_bus_id,
+      paint(color, fmt::format("GPU {}", d.index), "1"), shown(d.name),
+      d.architecture.empty() ? "" : fmt::format(" ({})", shown(d.architecture)), shown(d.uuid),
+      shown(d.pci_bus_id),
       g.cuda_index ? fmt::format("  CUDA {}", *g.cuda_index) : std::string("  no CUDA index"));
   std::string now;
   if (g.reading.status == read_status::lost) {
@@ -159,19 +166,19 @@ std::string render_text(const report& r, bool color) {
                  paint(color, "joules doctor", "1"), r.hostname, JOULES_VERSION);
   out += paint(color, r.meta.backend == "sim" ? "Backend" : "NVML", "1") + "\n";
   if (!r.backend_ok) {
-    fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, r.backend_error, "31"));
+    fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, shown(r.backend_error), "31"));
   } else if (r.meta.backend == "nvml") {
-    fmt::format_to(std::back_inserter(out), "  library     {}\n", r.meta.library_path);
+    fmt::format_to(std::back_inserter(out), "  library     {}\n", shown(r.meta.library_path));
     fmt::format_to(std::back_inserter(out),
                    "  version     NVML {} · driver {} · {} of {} known entry points\n",
-                   r.meta.library_version.empty() ? "unknown" : r.meta.library_version,
-                   r.meta.driver_version.empty() ? "unknown" : r.meta.driver_version,
+                   r.meta.library_version.empty() ? "unknown" : shown(r.meta.library_version),
+                   r.meta.driver_version.empty() ? "unknown" : shown(r.meta.driver_version),
                    r.meta.symbols_found, r.meta.symbols_known);
   } else {
     fmt::format_to(std::back_inserter(out), "  {} · {}\n", r.meta.backend, r.meta.library_version);
   }
   for (const auto& n : r.notices)
-    fmt::format_to(std::back_inserter(out), "  {}\n", n);
+    fmt::format_to(std::back_inserter(out), "  {}\n", shown(n));
 
   if (r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "\n{} ({} checked: {})\n", paint(color, "GPUs", "1"),
@@ -199,7 +206,7 @@ std::string render_text(const report& r, bool color) {
       if (!c.fix.empty()) fmt::format_to(std::back_inserter(out), "        fix: {}\n", c.fix);
     }
     for (const auto& d : r.host_devices)
-      fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), d.name,
+      fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), shown(d.name),
                      to_string(d.method()));
     // Zones found but not added up, so that a psys or core zone missing from the sum is not a
     // surprise.

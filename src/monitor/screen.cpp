@@ -16,9 +16,16 @@
 #include "health/findings.hpp"
 #include "monitor/layout.hpp"
 #include "monitor/view.hpp"
+#include "text/escape.hpp"
 
 namespace joules::monitor {
 namespace {
+
+// A name from the driver or from /proc (a process may name itself anything, escape sequences
+// included) as the screen shows it: never acted on by the terminal.
+std::string shown(std::string_view outside) {
+  return text::escape_for_terminal(outside);
+}
 
 enum class detail { full, medium, compact, minimal };
 constexpr std::array kLevels = {detail::full, detail::medium, detail::compact, detail::minimal};
@@ -179,7 +186,8 @@ void full_block(lines& out, const screen_model& m, const device_view& d, std::si
   const health_reading& h = d.now.health ? *d.now.health : empty;
   const std::size_t bar_width = std::clamp<std::size_t>(width > 64 ? width - 64 : 10, 10, 40);
   flow(out, gpu_title(d, paint),
-       {d.info.name, paint(d.info.pci_bus_id, kDim), paint(d.info.uuid, kDim), lost_mark(d, paint)},
+       {shown(d.info.name), paint(shown(d.info.pci_bus_id), kDim), paint(shown(d.info.uuid), kDim),
+        lost_mark(d, paint)},
        "  ", width, kLabel);
   flow(out, label("power"),
        {power_bar(d, bar_width, paint), watts_pair(d),
@@ -220,7 +228,7 @@ void medium_block(lines& out, const screen_model& m, const device_view& d, std::
                fmt::format("memory {} / {}", bytes_text(h.memory_used_bytes),
                            bytes_text(h.memory_total_bytes))},
               "  ") +
-           parts{{d.info.name, "  ", true}},
+           parts{{shown(d.info.name), "  ", true}},
        width, kLabel);
   flow(out, label("use"),
        joined(use_items(h), "  ") + parts{{fmt::format("temp {}  mem {}", celsius(h.temperature_c),
@@ -249,7 +257,7 @@ void compact_block(lines& out, const screen_model& m, const device_view& d, std:
                percent("sm", h.sm_activity_percent), percent("tensor", h.tensor_activity_percent),
                celsius(h.temperature_c)},
               "  ") +
-           parts{{d.info.name, "  ", true}},
+           parts{{shown(d.info.name), "  ", true}},
        width, kIndent);
   flow(out, std::string(kIndent, ' '),
        joined({fmt::format("mem {} / {}", bytes_text(h.memory_used_bytes),
@@ -329,7 +337,7 @@ lines header(const screen_model& m, std::size_t width, const painter& paint) {
   // CPU packages and DRAM, measured through RAPL (src/rapl) when the backend has them.
   for (const auto& d : m.host_devices) {
     flow(out, paint(fmt::format("{:<5}", to_string(d.info.kind)), kBold) + "  ",
-         {fmt::format("{}  {} now", d.info.name, watts_text(d.now.power_w)),
+         {fmt::format("{}  {} now", shown(d.info.name), watts_text(d.now.power_w)),
           fmt::format("{} ({})", energy_text(d.now.energy_j), to_string(d.info.method()))},
          "  ·  ", width, 6);
   }
@@ -356,8 +364,8 @@ void processes(lines& out, const screen_model& m, std::size_t room, const painte
       break;
     }
     out.push_back(fmt::format("{:>4} {:>8}  {:<10} {:>10}  {}{}", p.gpu, p.pid,
-                              p.user.empty() ? "?" : p.user, bytes_text(p.memory_bytes),
-                              p.command.empty() ? "?" : p.command,
+                              p.user.empty() ? "?" : shown(p.user), bytes_text(p.memory_bytes),
+                              p.command.empty() ? "?" : shown(p.command),
                               p.graphics ? " (graphics)" : ""));
   }
 }
