@@ -1,5 +1,5 @@
 // How many lines per second the step parser reads.  `joules wrap` must pass 200,000 step lines
-// per second end to end (issue 3), so the parser's budget is about 1 us per step line, and much
+// per second end to end, so the parser's budget is about 1 us per step line, and much
 // less for the other lines that make up most of a log.  Each benchmark cycles through a set of
 // real lines of one kind (from tests/steps/corpus) with one parser, as wrap does.
 

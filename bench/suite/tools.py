@@ -3,7 +3,7 @@ energy is read back from what it wrote.  One place, so that every figure invokes
 documented way:
 
   joules        joules run -q -o FILE -- CMD
-  matcha        matcha run --output FILE -- CMD                       (matcha.md §1)
+  matcha        matcha run --output FILE -- CMD                       (its JSONL records)
   zeus          python bench/peers/zeus_run.py --out FILE -- CMD      (ZeusMonitor window; Zeus
                                                                        has no command wrapper)
   codecarbon    codecarbon monitor --offline --country-iso-code USA --no-api -- CMD

@@ -4,7 +4,7 @@
 // no clocks, no accounting, no output.
 //
 // Thread-safety: devices() and meta() may be called from any thread; read() and everything that
-// touches the hardware are called by the sampler thread only (DESIGN.md), after open.
+// touches the hardware are called by the sampler thread only, after open.
 
 #include <cstdint>
 #include <memory>
@@ -18,7 +18,7 @@
 
 namespace joules {
 
-// How a number was obtained (DESIGN.md invariant 3).  Written to records by name.
+// How a number was obtained (every energy joules reports says how).  Written to records by name.
 enum class energy_method {
   counter,    // differences of the device's own energy counter
   polled,     // trapezoidal integration of polled power readings
@@ -37,8 +37,8 @@ enum class power_source {
 };
 std::string_view to_string(power_source s);
 
-// What a device is: a GPU, or a RAPL domain (src/rapl) — a CPU package (or the platform, psys,
-// where no package domain exists) or the DRAM of a package.
+// What a device is: a GPU, or a RAPL domain (src/backends/rapl) — a CPU package (or the platform,
+// psys, where no package domain exists) or the DRAM of a package.
 enum class device_kind { gpu, cpu, dram };
 std::string_view to_string(device_kind k);
 
@@ -52,7 +52,7 @@ struct counter_wrap {
 struct device_info {
   device_kind kind = device_kind::gpu;
   unsigned index = 0;      // the backend's own index (NVML index, as nvidia-smi shows it)
-  std::string uuid;        // the key of the device in every record (DESIGN.md invariant 5)
+  std::string uuid;        // the key of the device in every record
   std::string pci_bus_id;  // fallback key
   std::string name;
   std::string architecture;  // "hopper", "ampere", ...; empty when unknown

@@ -14,7 +14,7 @@ namespace joules {
 
 // Clock event ("throttle") reasons.  `raw` is the bitmask in NVML's layout (the backends of
 // other vendors map their reasons into it), which dcgm-exporter's names publish as a number
-// (docs/nvml-notes.md, clock events).
+// (docs/nvml-notes.md §7).
 struct clock_events {
   std::uint64_t raw = 0;
   bool gpu_idle = false;
@@ -86,8 +86,8 @@ struct health_reading {
   std::optional<double> default_power_limit_w;
   std::optional<unsigned> performance_state;  // P0 = 0
 
-  // GPM, Hopper and newer (nvml.md §1.8): computed between two readings >= 100 ms apart, so the
-  // first reading of a device has none.
+  // GPM, Hopper and newer (docs/nvml-notes.md §5.9): computed between two readings >= 100 ms apart,
+  // so the first reading of a device has none.
   std::optional<double> sm_activity_percent;
   std::optional<double> sm_occupancy_percent;
   std::optional<double> tensor_activity_percent;

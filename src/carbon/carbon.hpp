@@ -1,6 +1,5 @@
 #pragma once
-// Energy into kWh, CO2e and money, every factor with where it came from (DESIGN.md invariant 3;
-// docs/carbon.md).
+// Energy into kWh, CO2e and money, every factor with where it came from (docs/carbon.md).
 //
 //   facility kWh = measured kWh x PUE              (--pue, default 1.0: the measured devices only)
 //   CO2e (g)     = facility kWh x grid intensity   (--carbon-intensity, else --region, else

@@ -1,5 +1,5 @@
 #pragma once
-// Which devices a run measures (DESIGN.md invariant 5): by default the devices this job may use,
+// Which devices a run measures, each keyed by its UUID: by default the devices this job may use,
 // never silently the whole host.
 //
 //   1. --gpus all | LIST, where LIST names devices by NVML index (as nvidia-smi numbers them),

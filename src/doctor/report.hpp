@@ -16,7 +16,7 @@ namespace joules::doctor {
 
 // A read of energy and power that takes longer than this is a slow driver: joules' sampler
 // reads every GPU every 100 ms, and every ~1 ms around a boundary to place it within a counter
-// update (DESIGN.md).  At 10 ms a read (one NVML call on current drivers, two on old ones),
+// update.  At 10 ms a read (one NVML call on current drivers, two on old ones),
 // eight GPUs take 80 ms of each 100 ms tick and the boundary reads end up 80 ms apart, so a run
 // can no longer be measured as designed; a healthy driver answers such a call in far less than
 // a millisecond (the fake NVML of the tests takes 20 µs).

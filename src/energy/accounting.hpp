@@ -5,7 +5,7 @@
 // has two (child started, child ended); `wrap` adds one per step line.  The energy of every
 // device at a boundary is computed once, from the readings around it, and rounded to integer
 // microjoules; a window's energy is the difference of its two boundaries.  So the windows of a
-// run add up to its total exactly (DESIGN.md invariant 2), whatever the rounding.
+// run add up to its total exactly (energy is conserved), whatever the rounding.
 //
 // Thread-safety: push_boundary() may be called from any thread.  Everything else belongs to the
 // sampler thread (or to the main thread after the sampler has stopped).

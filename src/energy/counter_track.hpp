@@ -3,11 +3,11 @@
 // device's cumulative energy is known, so that the energy at any instant between two anchors can
 // be interpolated.  Pure logic: no clocks, no NVML; times are CLOCK_MONOTONIC seconds.
 //
-// Why this is needed: on recent GPUs the counter advances only every ~20-100 ms (nvml.md §4.1),
-// so a value read at t is the energy at the last update instant u <= t, not at t.  Using t would
-// misplace up to one update period of energy at every boundary.  The track learns the update
-// period and phase from dense reads (the sampler reads every ~2 ms for a moment at the start and
-// after the end) and places each value at the update instant that produced it:
+// Why this is needed: on recent GPUs the counter advances only every ~20-100 ms
+// (docs/nvml-notes.md §2.2), so a value read at t is the energy at the last update instant u <= t,
+// not at t.  Using t would misplace up to one update period of energy at every boundary.  The track
+// learns the update period and phase from dense reads (the sampler reads every ~2 ms for a moment
+// at the start and after the end) and places each value at the update instant that produced it:
 //   - a value first seen within a narrow bracket of reads (<= kNarrowBracketS) is placed at the
 //     middle of the bracket ("pinned");
 //   - otherwise, once the update period is known, at the last predicted update <= its first read;

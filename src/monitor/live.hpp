@@ -4,7 +4,7 @@
 // readings (stale when the sampler is stuck in a driver call), CPU and DRAM power from their
 // energy counters, and the processes with their users and commands.
 //
-// Not thread-safe: the main thread only.  It never calls the backend (DESIGN.md).
+// Not thread-safe: the main thread only.  It never calls the backend: only the sampler thread does.
 
 #include <chrono>
 #include <cstdint>

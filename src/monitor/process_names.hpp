@@ -1,7 +1,7 @@
 #pragma once
 // Who runs a process on a GPU, and what: the user owning /proc/<pid> and its command line.  NVML
-// reports host pids (the driver ignores pid namespaces, nvml.md §4.6), so inside a container
-// most lookups fail: the name is then left empty and shown as "?".
+// reports host pids (the driver ignores pid namespaces, docs/nvml-notes.md §9.4), so inside a
+// container most lookups fail: the name is then left empty and shown as "?".
 //
 // Not thread-safe: the monitor's main thread only.
 

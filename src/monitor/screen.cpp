@@ -334,7 +334,7 @@ lines header(const screen_model& m, std::size_t width, const painter& paint) {
                     m.host_devices.empty() ? "" : " + CPU/DRAM"),
         lost > 0 ? paint(fmt::format("{} lost", lost), kAlert) : ""},
        "  ·  ", width, 2);
-  // CPU packages and DRAM, measured through RAPL (src/rapl) when the backend has them.
+  // CPU packages and DRAM, measured through RAPL (src/backends/rapl) when the backend has them.
   for (const auto& d : m.host_devices) {
     flow(out, paint(fmt::format("{:<5}", to_string(d.info.kind)), kBold) + "  ",
          {fmt::format("{}  {} now", shown(d.info.name), watts_text(d.now.power_w)),

@@ -1,6 +1,6 @@
 #pragma once
 // JSONL output: every record is one line, written with one write() and so flushed to the
-// kernel at once (DESIGN.md invariant 4); a joules killed with SIGKILL leaves a file every line
+// kernel at once; a joules killed with SIGKILL leaves a file every line
 // of which parses.  A failed write (disk full, a closed pipe) is counted, never fatal: the child
 // runs on and the count is reported.
 //

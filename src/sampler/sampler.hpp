@@ -1,5 +1,5 @@
 #pragma once
-// The sampler: the only code that reads a backend during a run (DESIGN.md).  One thread,
+// The sampler: the only code that reads a backend during a run.  One thread,
 // scheduled on steady_clock with `next += period` so it never drifts, reads every accounted
 // device each tick, feeds accounting, and publishes immutable snapshots for whoever wants live
 // numbers (the HTTP exporter, the monitor view).

@@ -40,7 +40,7 @@ inline watts operator/(joules_t e, seconds t) {
 }
 
 // Integer microjoules: window energies are differences of these, so setup + steps + tail equals
-// the run's total exactly (DESIGN.md invariant 2).  int64 holds 9.2e12 J.
+// the run's total exactly.  int64 holds 9.2e12 J.
 using microjoules = std::int64_t;
 
 inline constexpr double kJoulesPerWattHour = 3600.0;

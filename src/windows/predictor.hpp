@@ -1,6 +1,6 @@
 #pragma once
-// Predicts the energy, duration and finish time of a whole training run from its first steps
-// (issue 3 §6).  The rate is measured from the end of warm-up on over every window — steps and
+// Predicts the energy, duration and finish time of a whole training run from its first steps.
+// The rate is measured from the end of warm-up on over every window — steps and
 // the evaluations and checkpoints between them — so periodic overheads are in the prediction.
 // Pure logic.  Not thread-safe.
 

@@ -1,5 +1,5 @@
 #pragma once
-// Finds GPUs that stay apart from the others (issue 3 §7): per step, each GPU's energy against
+// Finds GPUs that stay apart from the others: per step, each GPU's energy against
 // the median of all GPUs; a GPU whose deviation stays beyond the threshold over a window of
 // steps is reported once.  A GPU that uses less energy than its peers usually waits for them
 // (a slow data loader on its rank, a stuck collective) or is throttled; one that uses more works

@@ -274,7 +274,7 @@ def test_json_samples(tmp):
     rc, out, err = stream(["--json", "--interval", "200"], scenario(), 1.6, sig=signal.SIGTERM,
                           env={"FAKE_NVML_CALL_LOG": str(calls)})
     assert rc == 128 + signal.SIGTERM, err
-    # Only the sampler thread ever called NVML (DESIGN.md), health readings included.
+    # Only the sampler thread ever called NVML, health readings included.
     log = json.loads(calls.read_text().splitlines()[-1])
     assert log["device_call_threads"] == 1 and log["calls"]["nvmlGpmMetricsGet"] >= 2
     samples = [json.loads(l) for l in out.splitlines()]

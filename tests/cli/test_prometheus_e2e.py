@@ -6,10 +6,10 @@ that must match the scenarios' exact truth.  Prometheus asks for gzip, so the gz
 /metrics is what it stores.
 
 Tolerances, stated once: a power reading of a constant draw is exact; a rate() or a live energy
-rests on energy counters that advance every 20 ms here (as on recent GPUs, nvml.md §4.1), and a
-scrape serves the sampler's latest snapshot, which may be one sampling interval old (more when
-the machine is loaded).  So a value may be off by a counter update plus a sampling interval of
-the draw at each end of its range, plus 1 %."""
+rests on energy counters that advance every 20 ms here (as on recent GPUs, docs/nvml-notes.md
+§2.2), and a scrape serves the sampler's latest snapshot, which may be one sampling interval old
+(more when the machine is loaded).  So a value may be off by a counter update plus a sampling
+interval of the draw at each end of its range, plus 1 %."""
 import json
 import pathlib
 import shutil

@@ -36,10 +36,10 @@ RANDOM_SEGMENTS = {"type": "segments", "start_s": 0.0, "dt_s": 0.02,
     ({"update_ms": 100, "phase_ms": 37}, 1e-3),
 ])
 def test_total_energy_with_a_counter_is_exact_to_a_tenth_of_a_percent(counter, tolerance):
-    # The goal of issue 2, as it is stated: a 10 s run.  What is left of the error comes from the
-    # edges, where the sampler's first reading after the run's end can come late on a loaded
-    # machine; over 10 s that stays well inside 0.1 % (over 3 s it did not always, with both
-    # cores busy).
+    # The accuracy goal for GPUs with a counter, as it is stated: a 10 s run within 0.1 %.  What
+    # is left of the error comes from the edges, where the sampler's first reading after the run's
+    # end can come late on a loaded machine; over 10 s that stays well inside 0.1 % (over 3 s it
+    # did not always, with both cores busy).
     scenario = {"devices": [h100(RANDOM_SEGMENTS, energy_counter=counter),
                             h100({"type": "square", "low_w": 150, "high_w": 650, "period_s": 0.3},
                                  energy_counter=counter)]}
@@ -93,7 +93,7 @@ def random_segments(seed, seconds=40.0, dt_s=0.02):
 
 
 def test_gpus_without_a_counter_are_read_at_their_sensor_pace_and_land_within_a_percent():
-    # The goal of issue 2 for polled GPUs: a 10 s run within 1 % of the exact integral, with power
+    # The accuracy goal for polled GPUs: a 10 s run within 1 % of the exact integral, with power
     # that changes every 20 ms (as a Pascal's sensor does).  Read every 100 ms, the sampling
     # error alone is about 1.5 % here; read every 20 ms (the default for such GPUs), it is small.
     scenario = {"devices": [{"architecture": "pascal", "name": "Tesla P100-PCIE-16GB",

@@ -33,12 +33,12 @@ def h100(power, **extra):
 
 HEALTH = {"gpu_util_percent": 77, "memory_util_percent": 31, "temperature_c": 61,
           "memory_temperature_c": 70, "clocks_mhz": {"sm": 1500, "memory": 2619},
-          "clocks_event_reasons": 4 | 64,  # SwPowerCap | HwThermalSlowdown (nvml.md §1.6)
+          "clocks_event_reasons": 4 | 64,  # SwPowerCap | HwThermalSlowdown (docs/nvml-notes.md §7)
           "memory_used_bytes": 2147483648, "remapped_rows_corrected": 3,
           "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5}
 
 
-# dcgm-exporter's counters as etc/default-counters.csv declares them (reference/nvml.md §3.1;
+# dcgm-exporter's counters as its etc/default-counters.csv declares them (docs/nvml-notes.md §10.1;
 # SM_ACTIVE and SM_OCCUPANCY are there commented out, with these help texts).
 DCGM_DEFAULTS = {
     "DCGM_FI_DEV_SM_CLOCK": ("gauge", "SM clock frequency (in MHz)."),
@@ -145,11 +145,11 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
     assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
     # Exactly dcgm-exporter's labels: `hostname` as it is now, `Hostname` as it was before
-    # d5e5f51 (reference/nvml.md §3.2), so that dashboards for either version work.
+    # d5e5f51 (docs/nvml-notes.md §10.2), so that dashboards for either version work.
     for name in {n for n, _ in m if n.startswith("DCGM_")}:
         for found, _ in series(m, name):
             assert set(found) == set(labels), (name, found)
-    # HELP and TYPE as dcgm-exporter's default counters file has them (nvml.md §3.1).
+    # HELP and TYPE as dcgm-exporter's default counters file has them (docs/nvml-notes.md §10.1).
     text = p.scrape()
     declared = dict(re.findall(r"^# TYPE (DCGM_\S+) (\S+)$", text, re.M))
     helps = dict(re.findall(r"^# HELP (DCGM_\S+) (.*)$", text, re.M))

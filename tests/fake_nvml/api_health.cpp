@@ -99,7 +99,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t device, nvmlMemory_
   const device_call call(fn::nvmlDeviceGetMemoryInfo, device, mig::accept);
   if (!call) return call.status();
   if (memory == nullptr) return kErrorInvalidArgument;
-  // v1 counts reserved memory as used (nvml.md §4.7).
+  // v1 counts reserved memory as used (docs/nvml-notes.md §8.1).
   const memory_state m = memory_of(call);
   memory->total = m.total;
   memory->used = m.used + m.reserved;
@@ -111,7 +111,8 @@ extern "C" nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMemo
   const device_call call(fn::nvmlDeviceGetMemoryInfo_v2, device, mig::accept);
   if (!call) return call.status();
   if (memory == nullptr) return kErrorInvalidArgument;
-  // A bare `2` instead of nvmlMemory_v2 gets FUNCTION_NOT_FOUND from real drivers (nvml.md §4.8).
+  // A bare `2` instead of nvmlMemory_v2 gets FUNCTION_NOT_FOUND from real drivers
+  // (docs/nvml-notes.md §5.7).
   if (memory->version != kMemoryV2Version) return kErrorFunctionNotFound;
   const memory_state m = memory_of(call);
   memory->total = m.total;

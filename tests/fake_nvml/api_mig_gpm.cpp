@@ -1,6 +1,6 @@
 // MIG handles and GPM samples.  Power and energy stay whole-GPU quantities: MIG handles get
-// NOT_SUPPORTED from those calls (device_call's default policy), as nvml.md §4.5 advises
-// tools to expect.
+// NOT_SUPPORTED from those calls (device_call's default policy): on real MIG GPUs power is the
+// whole GPU's (docs/nvml-notes.md §9.3).
 
 #include <new>
 
@@ -33,7 +33,7 @@ bool gpm_supported(const fake_nvml::device& d) {
   return d.arch->rank >= fake_nvml::kRankHopper;
 }
 
-// Metric values from the device's health; ids per nvml.md §1.8.
+// Metric values from the device's health; ids per docs/nvml-notes.md §5.9.
 bool metric_value(const fake_nvml::device_health& h, unsigned int id, double& value) {
   switch (id) {
     case 1:

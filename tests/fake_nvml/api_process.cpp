@@ -1,5 +1,5 @@
 // Process lists, with NVML's sizing protocol and the _v3 stride that changed without a version
-// bump (24 or 32 bytes, the scenario's process_struct_bytes; nvml.md §4.9).
+// bump (24 or 32 bytes, the scenario's process_struct_bytes; docs/nvml-notes.md §5.8).
 
 #include <vector>
 

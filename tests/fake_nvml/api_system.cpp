@@ -19,7 +19,7 @@ nvmlReturn_t handle_by_index(fn f, unsigned int index, nvmlDevice_t* device) {
   const fake_nvml::scenario& s = call.sc();
   if (device == nullptr || index >= s.devices.size()) return kErrorInvalidArgument;
   const fake_nvml::device& d = s.devices[index];
-  // nvmlDeviceGetCount counts this device; only opening it is refused (nvml.md §4.3).
+  // nvmlDeviceGetCount counts this device; only opening it is refused (docs/nvml-notes.md §6).
   if (d.no_permission) return kErrorNoPermission;
   if (d.faults.lost(fake_nvml::now_s())) return kErrorGpuIsLost;
   *device = s.handle_of(s.slots[index]);

@@ -1,4 +1,4 @@
-// libFuzzer target for device selection (src/scope): --gpus, CUDA_VISIBLE_DEVICES and
+// libFuzzer target for device selection (src/devices): --gpus, CUDA_VISIBLE_DEVICES and
 // NVIDIA_VISIBLE_DEVICES as the input gives them (three fields cut at NUL; a field starting with
 // '-' is left unset), over four GPUs with UUIDs, PCI bus ids and one MIG instance.  A bad value
 // must be a usage_error; a chosen set names real devices, each once.

@@ -1,6 +1,6 @@
 #pragma once
-// The GPUs of one backend (NVML or sim) and the CPU and DRAM of another (src/rapl) as one device
-// list, GPUs first, so that the sampler reads them all on its one thread.  Meta data and MIG
+// The GPUs of one backend (NVML or sim) and the CPU and DRAM of another (src/backends/rapl) as one
+// device list, GPUs first, so that the sampler reads them all on its one thread.  Meta data and MIG
 // questions are the GPU backend's; the notices and component statuses of both are kept.
 //
 // Thread-safety: as for every backend.

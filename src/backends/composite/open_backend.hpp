@@ -23,8 +23,8 @@ struct backend_options {
 // The GPU backend alone, without CPU and DRAM.
 std::unique_ptr<backend> open_gpu_backend(const backend_options& options);
 
-// The GPUs (unless components.gpu is false), then the RAPL domains of the CPU packages and
-// their DRAM that can be read (src/rapl), then a CPU estimate when asked for: one device list
+// The GPUs (unless components.gpu is false), then the RAPL domains of the CPU packages and their
+// DRAM that can be read (src/backends/rapl), then a CPU estimate when asked for: one device list
 // with device_info::kind telling them apart.  GPUs always come first.  Throws fatal_error.
 std::unique_ptr<backend> open_backend(const backend_options& options);
 

@@ -1,11 +1,12 @@
 #pragma once
 // The subset of the NVML C ABI that joules uses, declared by us so that no NVIDIA header is needed
-// at build time.  Layouts, units and values come from shared/reference/nvml.md (§1.1-1.8), which
-// cites the 13.3.29 nvml.h line by line; sizes are pinned with static_assert below.
+// at build time.  Layouts, units and values are those of NVIDIA's nvml.h 13.3.29, with their
+// sources in docs/nvml-notes.md §5; sizes are pinned with static_assert below.
 //
 // Names keep NVML's own spelling (nvmlReturn_t, nvmlPciInfo_t, ...) rather than our snake_case so
 // that every declaration can be checked against the header it mirrors by eye.  C enums passed by
-// value are declared as unsigned int: they are 4 bytes and passed the same way (nvml.md §1.0).
+// value are declared as unsigned int: they are 4 bytes and passed the same way
+// (docs/nvml-notes.md §5.1).
 
 #include <cstddef>
 #include <cstdint>
@@ -17,7 +18,7 @@ using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpmSample_t = struct nvmlGpmSample_st*;
 using nvmlDeviceArchitecture_t = unsigned int;
 
-// nvmlReturn_t values (nvml.md §1.1).
+// nvmlReturn_t values (docs/nvml-notes.md §5.2).
 inline constexpr nvmlReturn_t kSuccess = 0;
 inline constexpr nvmlReturn_t kErrorUninitialized = 1;
 inline constexpr nvmlReturn_t kErrorInvalidArgument = 2;
@@ -43,7 +44,7 @@ inline constexpr nvmlReturn_t kErrorUnknown = 999;
 // nvmlInitWithFlags flags.
 inline constexpr unsigned int kInitFlagNoGpus = 1U << 0U;
 
-// Buffer sizes (nvml.md §1.2); the V2 sizes are the ones the getters document.
+// Buffer sizes (docs/nvml-notes.md §5.3); the V2 sizes are the ones the getters document.
 inline constexpr unsigned int kSystemDriverVersionBufferSize = 80;
 inline constexpr unsigned int kSystemNvmlVersionBufferSize = 80;
 inline constexpr unsigned int kDeviceNameBufferSize = 96;
@@ -64,7 +65,7 @@ inline constexpr nvmlDeviceArchitecture_t kArchBlackwell = 10;
 inline constexpr nvmlDeviceArchitecture_t kArchRubin = 13;
 inline constexpr nvmlDeviceArchitecture_t kArchUnknown = 0xffffffffU;
 
-// Field ids for nvmlDeviceGetFieldValues (nvml.md §1.7).
+// Field ids for nvmlDeviceGetFieldValues (docs/nvml-notes.md §5.6).
 inline constexpr unsigned int kFiDevEccSbeVolTotal = 3;
 inline constexpr unsigned int kFiDevEccDbeVolTotal = 4;
 inline constexpr unsigned int kFiDevEccSbeAggTotal = 5;
@@ -97,7 +98,7 @@ inline constexpr unsigned int kPowerScopeGpu = 0;
 inline constexpr unsigned int kPowerScopeModule = 1;
 inline constexpr unsigned int kPowerScopeMemory = 2;
 
-// Sensors, clocks, ECC and other enums passed by value (nvml.md §1.5).
+// Sensors, clocks, ECC and other enums passed by value (docs/nvml-notes.md §5.5).
 inline constexpr unsigned int kTemperatureGpu = 0;
 inline constexpr unsigned int kTemperatureThresholdShutdown = 0;
 inline constexpr unsigned int kTemperatureThresholdSlowdown = 1;
@@ -119,7 +120,7 @@ inline constexpr unsigned int kFeatureDisabled = 0;
 inline constexpr unsigned int kFeatureEnabled = 1;
 inline constexpr unsigned int kDeviceMigEnable = 1;
 
-// Clock event (throttle) reason bits (nvml.md §1.6).
+// Clock event (throttle) reason bits (docs/nvml-notes.md §7).
 inline constexpr unsigned long long kClocksEventGpuIdle = 0x1ULL;
 inline constexpr unsigned long long kClocksEventApplicationsClocksSetting = 0x2ULL;
 inline constexpr unsigned long long kClocksEventSwPowerCap = 0x4ULL;
@@ -131,7 +132,7 @@ inline constexpr unsigned long long kClocksEventHwPowerBrakeSlowdown = 0x80ULL;
 inline constexpr unsigned long long kClocksEventDisplayClockSetting = 0x100ULL;
 
 // NVML_STRUCT_VERSION(data, ver) = sizeof(struct) | ver << 24; the version field must hold this
-// value, not the bare number (nvml.md §4.8).
+// value, not the bare number (docs/nvml-notes.md §5.7).
 constexpr unsigned int struct_version(std::size_t size, unsigned int version) {
   return static_cast<unsigned int>(size) | (version << 24U);
 }
@@ -177,7 +178,7 @@ struct nvmlProcessInfo_v2_t {
   unsigned int computeInstanceId;    // 0xFFFFFFFF if not MIG
 };
 
-// R535 drivers briefly used this 32-byte layout behind the _v3 names (nvml.md §4.9).
+// R535 drivers briefly used this 32-byte layout behind the _v3 names (docs/nvml-notes.md §5.8).
 struct nvmlProcessDetail_v1_t {
   unsigned int pid;
   unsigned long long usedGpuMemory;
@@ -238,7 +239,7 @@ struct nvmlFieldValue_t {
   nvmlValue_t value;
 };
 
-// GPM (nvml.md §1.4, §1.8, §4.10).  The metrics array is declared at the largest size any
+// GPM (docs/nvml-notes.md §5.9).  The metrics array is declared at the largest size any
 // header has used, which is harmless for older drivers; numMetrics stays small.
 inline constexpr unsigned int kGpmMetricMax = 333;
 inline constexpr unsigned int kGpmMetricsGetVersion = 1;
@@ -293,7 +294,7 @@ inline constexpr unsigned int kPowerValueV2Version = struct_version(sizeof(nvmlP
 inline constexpr unsigned int kProcessDetailListV1Version =
     struct_version(sizeof(nvmlProcessDetailList_v1_t), 1);
 
-// Sizes and offsets measured from the real header (nvml.md §1.4, §6.3).
+// Sizes and offsets compiled from the real header (docs/nvml-notes.md §5.4).
 static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
 static_assert(sizeof(nvmlProcessInfo_v2_t) == 24);

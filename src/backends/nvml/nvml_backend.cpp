@@ -49,7 +49,8 @@ std::string architecture_name(nvmlDeviceArchitecture_t a) {
   }
 }
 
-// nvmlDeviceGetPowerUsage is a 1 s average "on Ampere (except GA100) or newer" (nvml.md §4.1).
+// nvmlDeviceGetPowerUsage is a 1 s average "on Ampere (except GA100) or newer"
+// (docs/nvml-notes.md §3.1).
 bool power_usage_is_averaged(nvmlDeviceArchitecture_t arch, const std::string& name) {
   if (arch == kArchUnknown || arch < kArchAmpere) return false;
   const bool ga100 =

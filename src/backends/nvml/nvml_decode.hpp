@@ -1,7 +1,7 @@
 #pragma once
 // Pure decoding of what NVML hands back for health readings: process lists whose struct stride
-// changed without a version bump (nvml.md §4.9), GPM metric results (§1.8), byte counters that
-// wrap.  No dlopen, no driver: unit-tested with made-up buffers.
+// changed without a version bump (docs/nvml-notes.md §5.8), GPM metric results (§5.9), byte
+// counters that wrap.  No dlopen, no driver: unit-tested with made-up buffers.
 
 #include <cstddef>
 #include <cstdint>

@@ -1,8 +1,8 @@
 #pragma once
-// GPM metrics of one NVML device (Hopper and newer, nvml.md §1.8): SM activity and occupancy,
-// tensor activity, DRAM bandwidth, PCIe and NVLink throughput.  Metrics are computed between two
-// samples taken at least 100 ms apart; between two computations the last results are kept, so
-// the first reading of a device has none.  Support is probed once, at the first read().
+// GPM metrics of one NVML device (Hopper and newer, docs/nvml-notes.md §5.9): SM activity and
+// occupancy, tensor activity, DRAM bandwidth, PCIe and NVLink throughput.  Metrics are computed
+// between two samples taken at least 100 ms apart; between two computations the last results are
+// kept, so the first reading of a device has none.  Support is probed once, at the first read().
 //
 // Not thread-safe: owned and called by the sampler thread only.
 
@@ -38,7 +38,8 @@ class gpm_reader {
   std::array<nvmlGpmSample_t, 2> samples_{};
   std::size_t newest_ = 0;
   std::optional<mono_time> taken_;
-  // 13 KB with the 333 metric slots a 13.2+ header declares (nvml.md §4.10): allocated once.
+  // 13 KB with the 333 metric slots a 13.2+ header declares (docs/nvml-notes.md §5.9): allocated
+  // once.
   std::unique_ptr<nvmlGpmMetricsGet_t> request_;
   health_reading last_;
 };

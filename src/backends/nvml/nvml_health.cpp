@@ -159,8 +159,8 @@ void health_reader::read_static() {
 }
 
 void health_reader::read_memory(health_reading& h) {
-  // v2 separates reserved memory from used (nvml.md §4.7); its version field must be
-  // nvmlMemory_v2, not 2, or the driver answers FUNCTION_NOT_FOUND (§4.8).
+  // v2 separates reserved memory from used (docs/nvml-notes.md §8.1); its version field must be
+  // nvmlMemory_v2, not 2, or the driver answers FUNCTION_NOT_FOUND (§5.7).
   nvmlMemory_v2_t m2{};
   m2.version = kMemoryV2Version;
   if (attempt(memory_v2, fn_.nvmlDeviceGetMemoryInfo_v2 != nullptr,
@@ -210,7 +210,7 @@ void health_reader::read_clocks(health_reading& h) {
   }
   h.max_sm_clock_mhz = max_sm_mhz_;
   h.max_memory_clock_mhz = max_mem_mhz_;
-  // Same bits under the new name (12.2+) and the deprecated one (nvml.md §4.11).
+  // Same bits under the new name (12.2+) and the deprecated one (docs/nvml-notes.md §5.11).
   unsigned long long bits = 0;
   if (attempt(clock_events, fn_.nvmlDeviceGetCurrentClocksEventReasons != nullptr,
               [&] { return fn_.nvmlDeviceGetCurrentClocksEventReasons(device_, &bits); })) {
@@ -260,7 +260,7 @@ void health_reader::read_processes(health_reading& h, bool slow) {
 
 bool health_reader::read_process_kind(std::vector<gpu_process>& out, bool graphics) {
   // The newest call that works, probed in this order: the versioned detail list (12.4+), then
-  // _v3 whose stride must be guessed (nvml.md §4.9), _v2, and the original call.
+  // _v3 whose stride must be guessed (docs/nvml-notes.md §5.8), _v2, and the original call.
   for (reading method : {process_detail, process_v3, process_v2, process_v1}) {
     if (state_[method] == state::off) continue;
     // Slots of 32 bytes hold entries of any of the strides.

@@ -2,10 +2,10 @@
 // Health and profiling readings of one NVML device (backend::read_health).
 //
 // Each reading is probed once, by the first read(): a reading whose call is missing from the
-// library or that answers anything but success then is off for good and never asked again
-// (STYLE.md: probe once).  Probing at the first read rather than at open keeps `run` and `wrap`,
-// which never ask for health, from paying for ~30 extra driver calls per GPU at start.  Later
-// failures leave that reading empty for that one read.
+// library or that answers anything but success then is off for good and never asked again (probed
+// once, not retried every tick).  Probing at the first read rather than at open keeps `run` and
+// `wrap`, which never ask for health, from paying for ~30 extra driver calls per GPU at start.
+// Later failures leave that reading empty for that one read.
 //
 // Readings come in tiers, so that a live view costs few driver calls (docs/monitor-doctor.md):
 // - once: thresholds, maxima, ECC mode, default power limit (they change only with the driver);

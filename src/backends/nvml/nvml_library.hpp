@@ -3,8 +3,9 @@
 // A missing optional symbol is a null pointer (the capability it serves is turned off); only
 // init, shutdown, count and handle-by-index are required, each with its _v2 preferred.
 //
-// Thread-safety: the entry points are set once in open() and only read afterwards.  NVML itself
-// is thread-safe (nvml.md §1.0), but by design only the sampler thread calls it during a run.
+// Thread-safety: the entry points are set once in open() and only read afterwards.  NVML itself is
+// thread-safe (docs/nvml-notes.md §5.1), but by design only the sampler thread calls it during a
+// run.
 
 #include <memory>
 #include <string>

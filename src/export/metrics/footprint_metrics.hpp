@@ -1,6 +1,6 @@
 #pragma once
-// What the measured energy means, for run|wrap --prometheus and joules serve (DESIGN.md invariant
-// 3; docs/metrics.md, docs/carbon.md): the energy in kWh after PUE, its CO2e in grams and its
+// What the measured energy means, for run|wrap --prometheus and joules serve (docs/metrics.md,
+// docs/carbon.md): the energy in kWh after PUE, its CO2e in grams and its
 // cost, each growing with the energy; the factors in force with where they come from; and the
 // state of every component (gpu, cpu, dram: measured, estimated, unreadable, absent or off).
 //

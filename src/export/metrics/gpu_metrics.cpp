@@ -129,7 +129,8 @@ constexpr std::array kSimple = {
       return static_cast<double>(d.health->processes.size()); }},
 };
 
-// dcgm-exporter's default counters (nvml.md §3.1) that joules has readings for, in its units.
+// dcgm-exporter's default counters (docs/nvml-notes.md §10.1) that joules has readings for, in its
+// units.
 constexpr std::array kDcgm = {
   simple_metric{"DCGM_FI_DEV_SM_CLOCK", "SM clock frequency (in MHz).", metric_type::gauge, h<&health_reading::sm_clock_mhz>},
   simple_metric{"DCGM_FI_DEV_MEM_CLOCK", "Memory clock frequency (in MHz).", metric_type::gauge, h<&health_reading::memory_clock_mhz>},
@@ -268,8 +269,8 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
     for (const auto* type : {"correctable", "uncorrectable"})
       g.remapped.push_back(g.labels.with("type", type));
     if (dcgm_compat) {
-      // dcgm-exporter's line template (nvml.md §3.2), then the user's labels.  The host is
-      // `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
+      // dcgm-exporter's line template (docs/nvml-notes.md §10.2), then the user's labels.  The host
+      // is `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
       // that dashboards for either version select on it.
       label_set l{{"gpu", std::to_string(d.index)},
                   {"UUID", d.key()},

@@ -1,8 +1,8 @@
 #pragma once
-// The per-GPU metrics of `joules serve` (a node exporter): power, energy, and every health
-// reading the backend has (utilisation, memory, temperatures, clocks, throttle reasons, ECC and
-// remapped rows, PCIe, GPM), under `joules_gpu_*` names; with dcgm_compat, the same readings
-// again under dcgm-exporter's names and labels (nvml.md §3), so that NVIDIA's Grafana dashboard
+// The per-GPU metrics of `joules serve` (a node exporter): power, energy, and every health reading
+// the backend has (utilisation, memory, temperatures, clocks, throttle reasons, ECC and remapped
+// rows, PCIe, GPM), under `joules_gpu_*` names; with dcgm_compat, the same readings again under
+// dcgm-exporter's names and labels (docs/nvml-notes.md §10), so that NVIDIA's Grafana dashboard
 // works unchanged.  Every name, type, unit and label is listed in docs/metrics.md.
 //
 // CPU packages and DRAM (RAPL devices of the same backend, device_info::kind) get
