@@ -18,7 +18,7 @@ namespace joules::session {
 namespace {
 
 // The pace at which GPUs without an energy counter are read by default (their power sensor's
-// update period on Pascal and Volta: docs/nvml-notes.md).
+// update period on Pascal: docs/nvml-notes.md §3.3).
 constexpr std::chrono::milliseconds kPolledInterval{20};
 
 }  // namespace
@@ -126,9 +126,8 @@ void measurement::start() {
   // run's live energy counts from that reading.
   if (exporters_) exporters_->start();
   // A GPU without an energy counter is measured by integrating its power, whose sensor updates
-  // every ~20 ms on the architectures that lack a counter (Pascal and older; nvml.md 4.1): a
-  // reading every 100 ms would see one update in five, and the total would be off by the
-  // sampling error.  Unless the user chose an interval, such GPUs are read at the sensor's rate.
+  // every 20 ms on Pascal (measured: docs/nvml-notes.md §3.3): a reading every 100 ms would see
+  // one update in five, and the total would be off by the sampling error.  Unless the user chose an interval, such GPUs are read at the sensor's rate.
   if (!settings_.interval_given && settings_.interval > kPolledInterval) {
     const auto& all = sampler_->hardware().devices();
     const bool polled = std::any_of(measured_.begin(), measured_.end(), [&](std::size_t i) {
