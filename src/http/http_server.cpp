@@ -17,7 +17,6 @@
 #include <thread>
 #include <vector>
 
-#include "export/prometheus/text_format.hpp"
 #include "http/http_connection.hpp"
 #include "http/http_response.hpp"
 #include "http/listen_socket.hpp"
@@ -288,7 +287,7 @@ void http_server::impl::respond(connection& c, const http::request_head& head) {
         std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now() - t0).count();
     ++scrapes;
   }
-  h.content_type = kTextFormatContentType;
+  h.content_type = body.content_type;
   h.content_length = body.shared->size() + c.tail.size();
   h.gzip = body.gzip;
   h.vary_accept_encoding = true;

@@ -51,6 +51,7 @@ struct metrics_request {
 struct metrics_body {
   std::shared_ptr<const std::string> shared;  // never null
   bool gzip = false;                          // shared + tail are gzip-encoded
+  std::string_view content_type;              // of the format the writer wrote (static text)
 };
 // Runs on the server thread, one request at a time: it must serialise the sampler's latest
 // snapshot (or reuse the body serialised from it) and never call hardware.  An exception from it

@@ -23,7 +23,7 @@
 #include <vector>
 
 #include "proc/pty.hpp"
-#include "windows/step_windows.hpp"
+#include "proc/stream_kind.hpp"
 
 namespace joules {
 

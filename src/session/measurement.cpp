@@ -127,7 +127,8 @@ void measurement::start() {
   if (exporters_) exporters_->start();
   // A GPU without an energy counter is measured by integrating its power, whose sensor updates
   // every 20 ms on Pascal (measured: docs/nvml-notes.md §3.3): a reading every 100 ms would see
-  // one update in five, and the total would be off by the sampling error.  Unless the user chose an interval, such GPUs are read at the sensor's rate.
+  // one update in five, and the total would be off by the sampling error.  Unless the user chose an
+  // interval, such GPUs are read at the sensor's rate.
   if (!settings_.interval_given && settings_.interval > kPolledInterval) {
     const auto& all = sampler_->hardware().devices();
     const bool polled = std::any_of(measured_.begin(), measured_.end(), [&](std::size_t i) {

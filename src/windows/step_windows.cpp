@@ -20,10 +20,6 @@ std::string_view to_string(window_kind k) {
   return "other";
 }
 
-std::string_view to_string(child_stream s) {
-  return s == child_stream::err ? "stderr" : "stdout";
-}
-
 void step_windows::close(window_label label, mono_time t) {
   labels_.push_back(std::move(label));
   ++closed_;

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "proc/stream_kind.hpp"
 #include "steps/step_parser.hpp"
 #include "util/clock.hpp"
 
@@ -33,10 +34,6 @@ namespace joules {
 
 enum class window_kind { setup, step, phase, other, tail };
 std::string_view to_string(window_kind k);
-
-// The child's stream a line came from.
-enum class child_stream { out, err };
-std::string_view to_string(child_stream s);  // "stdout", "stderr"
 
 struct window_label {
   window_kind kind = window_kind::setup;

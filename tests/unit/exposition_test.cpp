@@ -15,7 +15,7 @@
 #include <sstream>
 
 #include "export/metrics/label_policy.hpp"
-#include "export/prometheus/text_format.hpp"
+#include "export/metrics/text_format.hpp"
 #include "fixtures/sample_exposition.hpp"
 
 namespace joules::exporter {

@@ -8,7 +8,7 @@
 #include <numeric>
 #include <stdexcept>
 
-#include "export/prometheus/text_format.hpp"
+#include "export/metrics/text_format.hpp"
 
 namespace joules::exporter {
 namespace {

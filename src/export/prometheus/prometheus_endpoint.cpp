@@ -1,6 +1,6 @@
 #include "export/prometheus/prometheus_endpoint.hpp"
 
-#include "export/prometheus/text_format.hpp"
+#include "export/metrics/text_format.hpp"
 
 namespace joules::exporter {
 
@@ -47,6 +47,7 @@ metrics_body prometheus_endpoint::write(std::string& tail, const metrics_request
   per_scrape_.clear_samples();
   source_->fill_live(begin, serving_stats{scrapes_, last_scrape_s_});
   metrics_body out;
+  out.content_type = kTextFormatContentType;
   if (request.gzip) {
     if (!gzipped_) gzipped_ = std::make_shared<const gzip_prefix>(gzip_begin(*rendered_));
     tail_text_.clear();

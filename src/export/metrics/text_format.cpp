@@ -1,4 +1,4 @@
-#include "export/prometheus/text_format.hpp"
+#include "export/metrics/text_format.hpp"
 
 #include <array>
 #include <charconv>
