@@ -126,13 +126,26 @@ const std::vector<option_spec>& measure_options() {
        "is 127.0.0.1 unless given; port 0 picks a free port. The address is printed on stderr.",
        "", false, kExport},
       {"otlp", 0, "URL",
-       "Push the run's metrics to an OpenTelemetry collector over OTLP/HTTP with JSON, e.g. "
-       "http://127.0.0.1:4318 (/v1/metrics is added when the URL has no path). A down or slow "
-       "collector never holds up the command; batches not delivered are counted in session_end.",
+       "Push the run's metrics to an OpenTelemetry collector over OTLP/HTTP with gzip-compressed "
+       "JSON, e.g. http://127.0.0.1:4318 or https://otel.example.com (/v1/metrics is added when "
+       "the URL has no path). Proxies come from https_proxy, http_proxy and no_proxy. A down or "
+       "slow collector never holds up the command (joules waits at most 2 s for it at the end); "
+       "429, 502, 503, 504 and lost connections are retried; batches not delivered are counted "
+       "in session_end.",
        "", false, kExport},
-      {"otlp-header", 0, "KEY=VALUE", "An HTTP header sent with every OTLP request.", "", true,
+      {"otlp-header", 0, "KEY=VALUE",
+       "An HTTP header sent with every OTLP request, e.g. an API key; never printed.", "", true,
        kExport},
       {"otlp-interval", 0, "MS", "Milliseconds between OTLP pushes, 100 to 3600000.", "10000",
+       false, kExport},
+      {"otlp-ca-file", 0, "FILE",
+       "Trust only the CA certificates in FILE (PEM) for an https:// --otlp collector.",
+       "the system's CA store", false, kExport},
+      {"otlp-client-cert", 0, "FILE",
+       "Client certificate (PEM) for mutual TLS with an https:// --otlp collector; with "
+       "--otlp-client-key.",
+       "", false, kExport},
+      {"otlp-client-key", 0, "FILE", "The unencrypted private key (PEM) of --otlp-client-cert.", "",
        false, kExport},
       {"run-id", 0, "ID",
        "Identifier on every record of the run; give every node of a multi-node run the same one.",

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include "export/metrics/label_policy.hpp"
 #include "util/error.hpp"
@@ -33,6 +36,33 @@ void note(const std::string& text) {
   std::fprintf(stderr, "joules: note: %s\n", text.c_str());
 }
 
+// A TLS file is read by libcurl only at the first request, long after the command started:
+// here it must be readable and a PEM file holding a `-----BEGIN <kind>` block (any key kind for
+// "PRIVATE KEY"; an encrypted one is refused, joules has no passphrase to give).
+std::string pem_file(const std::string& path, std::string_view option, std::string_view kind,
+                     std::string_view what) {
+  const auto bad = [&](std::string_view why) {
+    return usage_error(
+        fmt::format("{} '{}': {}; expected a readable PEM file of {}", option, path, why, what));
+  };
+  const std::unique_ptr<std::FILE, decltype(&std::fclose)> f(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
+  if (!f) throw bad(std::strerror(errno));
+  std::string text(std::size_t{1} << 20, '\0');  // a CA bundle is ~200 kB; a marker comes early
+  text.resize(std::fread(text.data(), 1, text.size(), f.get()));
+  if (std::ferror(f.get()) != 0) throw bad(std::strerror(errno));
+  const std::size_t begin = text.find("-----BEGIN ");
+  if (begin == std::string::npos) throw bad("no PEM block in it");
+  if (text.find(fmt::format("{}-----", kind), begin) == std::string::npos) {
+    throw bad(fmt::format("no {} in it", kind));
+  }
+  if (kind == "PRIVATE KEY" && (text.find("ENCRYPTED PRIVATE KEY") != std::string::npos ||
+                                text.find("Proc-Type: 4,ENCRYPTED") != std::string::npos)) {
+    throw bad("the key is encrypted");
+  }
+  return path;
+}
+
 }  // namespace
 
 export_settings read_export_settings(const parsed_args& args) {
@@ -52,8 +82,8 @@ export_settings read_export_settings(const parsed_args& args) {
       throw usage_error(fmt::format(
           "--otlp-header '{}': expected KEY=VALUE, KEY an HTTP header name, VALUE on one line", h));
     }
-    for (std::string_view own :
-         {"host", "content-length", "content-type", "connection", "transfer-encoding"}) {
+    for (std::string_view own : {"host", "content-length", "content-type", "content-encoding",
+                                 "connection", "transfer-encoding", "expect"}) {
       if (iequals(key, own))
         throw usage_error(fmt::format("--otlp-header '{}': joules sets {} itself", h, key));
     }
@@ -67,8 +97,27 @@ export_settings read_export_settings(const parsed_args& args) {
     }
     s.otlp_interval = std::chrono::milliseconds(*ms);
   }
-  if (!s.otlp && (args.has("otlp-header") || args.has("otlp-interval")))
-    throw usage_error("--otlp-header and --otlp-interval apply only with --otlp URL");
+  if (auto v = args.get("otlp-ca-file"))
+    s.otlp_tls.ca_file = pem_file(*v, "--otlp-ca-file", "CERTIFICATE", "CA certificates");
+  if (auto v = args.get("otlp-client-cert"))
+    s.otlp_tls.client_cert = pem_file(*v, "--otlp-client-cert", "CERTIFICATE", "a certificate");
+  if (auto v = args.get("otlp-client-key"))
+    s.otlp_tls.client_key = pem_file(*v, "--otlp-client-key", "PRIVATE KEY", "a private key");
+  const bool tls =
+      args.has("otlp-ca-file") || args.has("otlp-client-cert") || args.has("otlp-client-key");
+  if (!s.otlp && (args.has("otlp-header") || args.has("otlp-interval") || tls)) {
+    throw usage_error(
+        "--otlp-header, --otlp-interval, --otlp-ca-file, --otlp-client-cert and --otlp-client-key "
+        "apply only with --otlp URL");
+  }
+  if (tls && !s.otlp->https) {
+    throw usage_error(fmt::format(
+        "--otlp-ca-file, --otlp-client-cert and --otlp-client-key apply only to an https:// "
+        "--otlp URL, not '{}'",
+        s.otlp->display()));
+  }
+  if (s.otlp_tls.client_cert.empty() != s.otlp_tls.client_key.empty())
+    throw usage_error("--otlp-client-cert and --otlp-client-key go together: give both or neither");
   return s;
 }
 
@@ -102,15 +151,19 @@ exporters::exporters(const export_settings& settings, const exporter::source_fac
                  prometheus_->address().text().c_str());
   }
   if (settings.otlp) {
+    // Through a proxy, the collector's name may resolve only at the proxy.
+    if (!exporter::proxy_configured(*settings.otlp))
+      exporter::check_resolves(*settings.otlp, "--otlp");
     exporter::otlp_options o;
-    o.target = exporter::resolve_http_target(*settings.otlp, "--otlp");
+    o.url = *settings.otlp;
+    o.tls = settings.otlp_tls;
     o.headers = settings.otlp_headers;
     o.interval = settings.otlp_interval;
     o.timeout = std::min<std::chrono::milliseconds>(
         std::chrono::milliseconds(5000),
         std::max(settings.otlp_interval, std::chrono::milliseconds(1000)));
     o.resource = otlp_resource(ctx);
-    otlp_url_ = fmt::format("http://{}{}", settings.otlp->authority(), settings.otlp->path);
+    otlp_url_ = settings.otlp->display();
     otlp_ = std::make_unique<exporter::otlp_exporter>(std::move(o), source);
   }
 }

@@ -24,14 +24,16 @@ namespace joules::cli {
 struct export_settings {
   std::optional<exporter::listen_address> prometheus;
   std::optional<exporter::http_url> otlp;
+  exporter::http_tls otlp_tls;  // --otlp-ca-file, --otlp-client-cert, --otlp-client-key
   std::vector<std::pair<std::string, std::string>> otlp_headers;
   std::chrono::milliseconds otlp_interval{10000};
 
   bool any() const { return prometheus || otlp; }
 };
 
-// Validates --prometheus, --otlp, --otlp-header and --otlp-interval (measure_options()).  Throws
-// usage_error naming the value and what is accepted.
+// Validates --prometheus, --otlp, --otlp-header, --otlp-interval and the TLS files
+// (--otlp-ca-file, --otlp-client-cert, --otlp-client-key: readable PEM files of the right kind;
+// measure_options()).  Throws usage_error naming the value and what is accepted.
 export_settings read_export_settings(const parsed_args& args);
 
 // The labels every exported series carries: `run_id` (when not empty), `hostname`, then the
@@ -44,8 +46,8 @@ std::vector<std::pair<std::string, std::string>> otlp_resource(const run_context
 // Notes on stderr and the JSON of session_end's "exporters" object.
 class exporters {
  public:
-  // Binds the Prometheus port and resolves the collector (input errors surface here, before any
-  // child starts), and prints the /metrics address on stderr.
+  // Binds the Prometheus port and resolves the collector unless a proxy will (input errors
+  // surface here, before any child starts), and prints the /metrics address on stderr.
   exporters(const export_settings& settings, const exporter::source_factory& source,
             const run_context& ctx);
   ~exporters();
