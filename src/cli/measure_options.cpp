@@ -14,7 +14,6 @@ namespace joules::cli {
 namespace {
 
 constexpr std::string_view kOutput = "Output";
-constexpr std::string_view kExport = "Live metrics";
 
 std::pair<std::string, std::string> run_label(const std::string& label,
                                               const session::measure_settings& s) {
@@ -76,29 +75,7 @@ void declare_measure(options::option_table& t, measure_options& out) {
            }
            out.run_id = v;
          });
-  t.group(kExport);
-  session::export_settings& e = s.exports;
-  t.text("prometheus", 0, "[HOST:]PORT",
-         "Serve the run's metrics at http://HOST:PORT/metrics while it runs (docs/metrics.md). "
-         "HOST is 127.0.0.1 unless given; port 0 picks a free port. The address is printed on "
-         "stderr.",
-         "", [&e](const std::string& v) {
-           e.prometheus = exporter::parse_listen_address(v, "--prometheus");
-         });
-  CLI::Option* otlp = t.text(
-      "otlp", 0, "URL",
-      "Push the run's metrics to an OpenTelemetry collector over OTLP/HTTP with JSON, e.g. "
-      "http://127.0.0.1:4318 (/v1/metrics is added when the URL has no path). A down or slow "
-      "collector never holds up the command; batches not delivered are counted in session_end.",
-      "", [&e](const std::string& v) { e.otlp = session::parse_otlp_url(v); });
-  t.needs(t.repeated("otlp-header", "KEY=VALUE", "An HTTP header sent with every OTLP request.",
-                     [&e](const std::string& v) {
-                       e.otlp_headers.push_back(session::parse_otlp_header(v));
-                     }),
-          otlp);
-  t.needs(t.millis("otlp-interval", "Milliseconds between OTLP pushes.", "10000", 100, 3600000,
-                   e.otlp_interval),
-          otlp);
+  declare_exports(t, s.exports);
   declare_sim(t, s.backend);
   declare_components(t, s.backend.components,
                      "gpu, plus cpu and dram where RAPL can be read (what cannot is said in the "
@@ -123,6 +100,7 @@ session::measure_settings finish_measure(measure_options& o, std::vector<std::st
         s.run_id));
   }
   s.carbon = resolve_carbon(o.carbon);
+  session::check_otlp_tls(s.exports);
   return s;
 }
 

@@ -11,9 +11,8 @@ char fold(char c) {
 }
 
 bool starts_with_folded(std::string_view s, std::string_view prefix) {
-  return s.size() >= prefix.size() &&
-         std::equal(prefix.begin(), prefix.end(), s.begin(),
-                    [](char x, char y) { return fold(x) == fold(y); });
+  return s.size() >= prefix.size() && std::equal(prefix.begin(), prefix.end(), s.begin(),
+                                                 [](char x, char y) { return fold(x) == fold(y); });
 }
 
 std::size_t reach(std::size_t length) {
