@@ -59,7 +59,12 @@ void declare_measure(options::option_table& t, measure_options& out) {
   t.excludes(
       t.flag("json", 0, "Write the JSONL records to stderr (instead of the summary line).", s.json),
       output);
-  t.flag("quiet", 'q', "Do not print the summary line.", s.quiet);
+  t.excludes(t.flag("quiet", 'q', "Do not print the summary.", s.quiet),
+             t.choice("summary", "FORM",
+                      "How the summary on stderr looks: an aligned block (energy, power, steps, "
+                      "J/token, CO2e, cost, method, what was not measured), or one line for logs; "
+                      "auto is a block on a terminal and a line otherwise.",
+                      "auto", {"auto", "block", "line"}, out.summary));
   t.repeated("label", "KEY=VALUE",
              "Attach a label to the run's records. KEY is letters, digits and _, not starting "
              "with a digit.",
@@ -101,6 +106,10 @@ session::measure_settings finish_measure(measure_options& o, std::vector<std::st
   }
   s.carbon = resolve_carbon(o.carbon);
   session::check_otlp_tls(s.exports);
+  using form = session::measure_settings::summary_form;
+  s.summary = o.summary == "block"  ? form::block
+              : o.summary == "line" ? form::line
+                                    : form::automatic;
   return s;
 }
 

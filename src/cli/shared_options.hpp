@@ -40,6 +40,7 @@ struct measure_options {
   session::measure_settings settings;
   std::optional<std::string> run_id;
   carbon::settings carbon;
+  std::string summary = "auto";  // --summary
 };
 void declare_measure(options::option_table& t, measure_options& out);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.
