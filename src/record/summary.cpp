@@ -9,8 +9,8 @@ namespace {
 
 // Columns a UTF-8 string takes (one per code point: the summary has no wide characters).
 std::size_t columns(std::string_view s) {
-  return static_cast<std::size_t>(
-      std::count_if(s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U; }));
+  return static_cast<std::size_t>(std::count_if(
+      s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U; }));
 }
 
 // `text` in lines of at most `width` columns, each but the first starting with `indent` spaces.

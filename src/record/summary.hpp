@@ -12,9 +12,9 @@
 namespace joules {
 
 struct summary_part {
-  std::string label;  // the block's margin: "devices", "steps", "CO2e", ...
-  std::string text;   // the figure, as both forms show it
-  std::string note;   // the block only: what the figure means, in words; may be empty
+  std::string label;            // the block's margin: "devices", "steps", "CO2e", ...
+  std::string text;             // the figure, as both forms show it
+  std::string note;             // the block only: what the figure means, in words; may be empty
   std::string block_text = {};  // the block's text when the label already says part of it
 };
 

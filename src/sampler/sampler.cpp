@@ -225,7 +225,9 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   auto closest = mono_time::duration::max();
   while (std::find(counts.begin(), counts.end(), true) != counts.end()) {
     next += options_.burst_spacing;
-    if (next >= deadline || wait_until(stop, next, /*edges=*/false) == wake::finish) break;
+    // The limit is time, not rounds: with reads slower than the spacing, `next` lags behind.
+    if (next >= deadline || now() >= deadline) break;
+    if (wait_until(stop, next, /*edges=*/false) == wake::finish) break;
     const mono_time round = now();
     if (last_round) closest = std::min(closest, round - *last_round);
     last_round = round;
@@ -332,7 +334,7 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
     } else {
       next = std::min(next + options_.shape_spacing, dense_at);
     }
-    if (next >= deadline) break;
+    if (next >= deadline || now() >= deadline) break;
     if (finishing) {
       // finish() waits for these reads: nothing cuts them short.
       std::unique_lock lock(mu_);

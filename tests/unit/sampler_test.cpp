@@ -152,6 +152,22 @@ TEST(Sampler, ADriverTooSlowToPinAnUpdateIsReadDenselyAgainOnlyAfter10Minutes) {
   EXPECT_EQ(h.timeline(0).counter().model(), counter_track::model_kind::unknown);
 }
 
+TEST(Sampler, ABurstLastsItsTimeNotItsNumberOfRoundsWhenReadsAreSlow) {
+  // An idle GPU (its counter never moves) read in 5 ms: the start burst ends after
+  // start_burst_max (350 ms), not after 350 rounds of 5 ms (1.75 s).
+  sampler_options o;
+  o.interval = std::chrono::seconds(1);
+  scripted_device d = stepped_gpu(0, 0.1, 0.0375);
+  d.power = {{0.0, 0.0}};
+  d.read_s = [](double) { return 0.005; };
+  sampler_harness h({d}, o);
+  h.start();
+  h.run_until(3.0);
+  const auto found = bursts(h.truth().read_times(0), 0.005);
+  ASSERT_FALSE(found.empty());
+  EXPECT_LE(found[0].last - found[0].first, 0.350 + 0.005 + kNs);
+}
+
 TEST(Sampler, AfterABoundaryItReadsUntilEverySteppedCounterHasAdvancedOnce) {
   // Two GPUs, updates at 37.5 and 77.5 ms past each 100 ms.  A boundary at 1.01 s: a read at
   // once, every 3 ms until 3 ms before the first predicted update, every millisecond from there
