@@ -26,10 +26,29 @@ std::string_view to_string(power_source s) {
       return "instant";
     case power_source::power_usage:
       return "power_usage";
+    case power_source::socket_current:
+      return "current_socket_power";
+    case power_source::socket_average:
+      return "average_socket_power";
     case power_source::model:
       return "model";
   }
   return "none";
+}
+
+const backend_meta* find_part(const backend_meta& meta, std::string_view name) {
+  if (meta.backend == name) return &meta;
+  for (const auto& p : meta.parts) {
+    if (p.backend == name) return &p;
+  }
+  return nullptr;
+}
+
+std::string gpu_name(const device_info& d) {
+  std::string name = "GPU " + std::to_string(d.index);
+  if (d.vendor == "amd") return "AMD " + name;
+  if (d.vendor == "intel") return "Intel " + name;
+  return name;
 }
 
 std::string_view to_string(device_kind k) {

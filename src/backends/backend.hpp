@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "backends/health.hpp"
+#include "util/error.hpp"
 #include "util/units.hpp"
 
 namespace joules {
@@ -31,9 +32,11 @@ std::string_view to_string(energy_method m);
 // Where a device's power readings come from.
 enum class power_source {
   none,
-  field_instant,  // NVML_FI_DEV_POWER_INSTANT through nvmlDeviceGetFieldValues
-  power_usage,    // nvmlDeviceGetPowerUsage (a 1 s average on Ampere and newer)
-  model,          // the sim backend
+  field_instant,   // NVML_FI_DEV_POWER_INSTANT through nvmlDeviceGetFieldValues
+  power_usage,     // nvmlDeviceGetPowerUsage (a 1 s average on Ampere and newer)
+  socket_current,  // AMD: current_socket_power (MI300 and newer; docs/amd-notes.md §3)
+  socket_average,  // AMD: average_socket_power (MI200 and older, Radeon)
+  model,           // the sim backend
 };
 std::string_view to_string(power_source s);
 
@@ -42,21 +45,38 @@ std::string_view to_string(power_source s);
 enum class device_kind { gpu, cpu, dram };
 std::string_view to_string(device_kind k);
 
-// A counter that counts modulo `modulus_uj` (RAPL's energy_uj wraps at max_energy_range_uj): a
-// decrease whose implied power is at most `max_power` is a wrap, a larger one a reset.
+// A counter that counts modulo `modulus`, in the counter's own units (µJ for RAPL's energy_uj,
+// which wraps at max_energy_range_uj; counts for energy_counts); 0 stands for 2^64, a 64-bit
+// counter (AMD's accumulator, Level Zero's µJ).  A decrease whose implied power is at most
+// `max_power` is a wrap, a larger one a reset.
 struct counter_wrap {
-  std::uint64_t modulus_uj = 0;
+  std::uint64_t modulus = 0;
   watts max_power;
 };
 
 struct device_info {
   device_kind kind = device_kind::gpu;
-  unsigned index = 0;      // the backend's own index (NVML index, as nvidia-smi shows it)
+  // The backend's own index, as the vendor's tool shows it (nvidia-smi, amd-smi, xpu-smi).
+  unsigned index = 0;
   std::string uuid;        // the key of the device in every record
   std::string pci_bus_id;  // fallback key
   std::string name;
-  std::string architecture;  // "hopper", "ampere", ...; empty when unknown
+  std::string architecture;  // "hopper", "ampere", "gfx942", ...; empty when unknown
+  std::string vendor;        // "nvidia", "amd", "intel" for GPUs; empty for CPU and DRAM
+  // Other names of the device that --gpus and the visibility variables accept (AMD: ROCr's
+  // GPU-<unique id>, which ROCR_VISIBLE_DEVICES takes).
+  std::vector<std::string> aliases;
+  // Indices of the parts a runtime may enumerate as devices of their own, each measured as this
+  // whole device (as a MIG instance is): AMD compute partitions (amd-smi's, ROCr's and HIP's
+  // numbering), Intel stacks (ZE_AFFINITY_MASK's numbering in FLAT hierarchy).  Empty: the
+  // device is enumerated as itself only, under `index`.
+  std::vector<unsigned> partition_indices;
+  // The library listed only the devices the job's visibility variable leaves it (Level Zero's
+  // zeDeviceGet applies ZE_AFFINITY_MASK itself): the variable is not applied again.
+  bool visibility_applied = false;
   bool has_energy_counter = false;
+  // µJ per count of device_reading::energy_counts (AMD's counter_resolution).
+  double counter_unit_uj = 1.0;
   power_source power = power_source::none;
   // Averaging window of the power reading when it is known (1 s for nvmlDeviceGetPowerUsage on
   // Ampere and newer); readings are placed at the middle of their window.
@@ -72,7 +92,7 @@ struct device_info {
   // The energy counter advances at every hardware update (~1 ms for RAPL), so an unchanged value
   // between two reads means no energy was used: no update period to learn.
   bool counter_continuous = false;
-  std::optional<counter_wrap> wrap;  // when the counter wraps (RAPL)
+  std::optional<counter_wrap> wrap;  // when the counter wraps (RAPL, AMD, Level Zero)
   // The device must be read at least this often (a wrapping counter must not wrap twice
   // between two reads); the sampler shortens its interval to it.
   std::optional<seconds> max_read_interval;
@@ -88,6 +108,16 @@ struct device_info {
   const std::string& key() const { return uuid.empty() ? pci_bus_id : uuid; }
 };
 
+// An NVIDIA GPU, the sim backend's (whose models are NVIDIA's), or one of no vendor: the GPUs
+// CUDA_VISIBLE_DEVICES and dcgm-exporter's names are about.
+inline bool is_nvidia(const device_info& d) {
+  return d.vendor.empty() || d.vendor == "nvidia";
+}
+
+// How joules names a GPU to people: "GPU 0" as nvidia-smi numbers NVIDIA's (and the sim
+// backend's), "AMD GPU 0" and "Intel GPU 0" as amd-smi and xpu-smi number theirs.
+std::string gpu_name(const device_info& d);
+
 enum class read_status {
   ok,     // the requested readings that the device supports are filled in
   lost,   // the device fell off the bus or otherwise became inaccessible, for good
@@ -100,11 +130,14 @@ enum class read_what { all, counter };
 struct device_reading {
   read_status status = read_status::ok;
   std::optional<std::uint64_t> energy_mj;  // raw counter: mJ since the driver was loaded
-  // Raw counter in µJ (RAPL energy_uj), for devices whose counter has µJ resolution; it may
-  // wrap (device_info::wrap).  A reading carries energy_mj or energy_uj, never both.
+  // Raw counter in µJ (RAPL energy_uj, Level Zero), for devices whose counter has µJ
+  // resolution; it may wrap (device_info::wrap).
   std::optional<std::uint64_t> energy_uj;
+  // Raw counter in counts of device_info::counter_unit_uj (AMD's energy accumulator); it may
+  // wrap.  A reading carries at most one of energy_mj, energy_uj and energy_counts.
+  std::optional<std::uint64_t> energy_counts;
   std::optional<watts> power;
-  int error_code = 0;  // the backend's own code when status != ok (NVML return value)
+  int error_code = 0;  // the backend's own code when status != ok (NVML return value, ...)
   // A capability that answered NOT_SUPPORTED mid-run; the sampler turns it off for good.
   bool counter_unsupported = false;
   bool power_unsupported = false;
@@ -122,13 +155,21 @@ struct component_status {
 };
 
 struct backend_meta {
-  std::string backend;       // "nvml", "sim"
-  std::string library_path;  // the NVML file loaded
+  // "nvml", "amdsmi", "rocm_smi", "levelzero", "sim", "rapl"; GPU backends opened together are
+  // joined with '+' ("nvml+amdsmi").
+  std::string backend;
+  std::string library_path;  // the vendor library loaded
   std::string driver_version;
-  std::string library_version;  // NVML version
-  int symbols_found = 0;        // NVML entry points the library exports, of those joules knows
+  std::string library_version;  // NVML's, AMD SMI's, ROCm SMI's or Level Zero's version
+  int symbols_found = 0;        // entry points the library exports, of those joules knows
   int symbols_known = 0;
+  // A composite of several GPU backends: the meta of each, in device order (empty otherwise).
+  std::vector<backend_meta> parts;
 };
+
+// The meta of the GPU backend named `name` ("nvml", ...) within `meta`, a composite or a single
+// backend's; nullptr when it is not there.
+const backend_meta* find_part(const backend_meta& meta, std::string_view name);
 
 class backend {
  public:
@@ -169,6 +210,20 @@ class backend {
  protected:
   std::vector<std::string> notices_;
   std::vector<component_status> components_;
+};
+
+// A vendor library that is not on this machine (dlopen found no such file, or it is not the
+// library asked for): `--backend auto` passes over it quietly, while a library that loads and
+// fails says why.  `reason` is the short form ("cannot load libamd_smi.so (...)") that auto
+// joins with the other vendors' when no GPU is found at all.
+class library_not_found : public fatal_error {
+ public:
+  library_not_found(const std::string& what, std::string reason)
+      : fatal_error(what), reason_(std::move(reason)) {}
+  const std::string& reason() const noexcept { return reason_; }
+
+ private:
+  std::string reason_;
 };
 
 // Which components to measure besides (or instead of) the GPUs (--components; docs/carbon.md).

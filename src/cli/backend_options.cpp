@@ -1,4 +1,5 @@
-// --backend, --nvml-library, --sim-*, --gpus, --components, --estimate-cpu, --cpu-tdp.
+// --backend, --nvml-library, --amdsmi-library, --level-zero-library, --sim-*, --gpus,
+// --components, --estimate-cpu, --cpu-tdp.
 
 #include <fmt/format.h>
 
@@ -19,13 +20,21 @@ constexpr std::string_view kComponents = "CPU and DRAM (RAPL)";
 void declare_backend(options::option_table& t, backend_options& out) {
   t.group(kMeasurement);
   t.choice("backend", "NAME",
-           "Where readings come from: auto (NVML; fails with a clear message when there is no "
-           "GPU), nvml, or sim (simulated GPUs, a documented model for trying joules without a "
+           "Where readings come from: auto (every GPU library present: NVML, AMD SMI or ROCm "
+           "SMI, Level Zero; fails with a clear message when none has a GPU), nvml, amdsmi, "
+           "levelzero, or sim (simulated GPUs, a documented model for trying joules without a "
            "GPU).",
-           "auto", {"auto", "nvml", "sim"}, out.name);
+           "auto", {"auto", "nvml", "amdsmi", "levelzero", "sim"}, out.name);
   t.text("nvml-library", 0, "PATH", "The NVML library to load.",
          "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path",
          [&out](const std::string& v) { out.nvml_library = v; });
+  t.text("amdsmi-library", 0, "PATH", "The AMD SMI library to load.",
+         "JOULES_AMDSMI_LIBRARY, else libamd_smi.so (then ROCm SMI's librocm_smi64.so, or "
+         "JOULES_ROCM_SMI_LIBRARY) from the loader's search path or /opt/rocm/lib",
+         [&out](const std::string& v) { out.amdsmi_library = v; });
+  t.text("level-zero-library", 0, "PATH", "The Level Zero loader to load.",
+         "JOULES_LEVEL_ZERO_LIBRARY, else libze_loader.so.1 from the loader's search path",
+         [&out](const std::string& v) { out.level_zero_library = v; });
 }
 
 void declare_sim(options::option_table& t, backend_options& out) {
@@ -64,9 +73,12 @@ void declare_sim(options::option_table& t, backend_options& out) {
 void declare_gpus(options::option_table& t, std::optional<std::string>& out) {
   t.group(kMeasurement);
   t.text("gpus", 0, "LIST",
-         "GPUs to measure: all, or a comma-separated list of indices (as nvidia-smi numbers "
-         "them), UUIDs (GPU-...), MIG UUIDs (their GPU is measured) or PCI bus ids.",
-         "the GPUs this job may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, else all",
+         "GPUs to measure: all, or a comma-separated list of indices (as nvidia-smi, amd-smi "
+         "or xpu-smi number them; VENDOR:INDEX such as amd:0 on a node of several vendors), "
+         "UUIDs, MIG UUIDs or AMD partitions (their GPU is measured) or PCI bus ids.",
+         "the GPUs this job may use: CUDA_VISIBLE_DEVICES, else NVIDIA_VISIBLE_DEVICES, for "
+         "NVIDIA's; ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES for AMD's; ZE_AFFINITY_MASK for "
+         "Intel's; else all",
          [&out](const std::string& v) {
            if (trim(v).empty()) {
              throw usage_error(

@@ -9,7 +9,8 @@ namespace {
 
 constexpr options::command_text kText{
     "doctor", "can joules measure this machine, and are its GPUs healthy?", "[OPTIONS]",
-    "Reports the NVML library found (path, version, driver); for each GPU what can be measured "
+    "Reports the GPU libraries found (NVML, AMD SMI or ROCm SMI, Level Zero: path, version, "
+    "driver); for each GPU what can be measured "
     "(energy counter, instantaneous or averaged power, GPM metrics, power-limit control and "
     "whether this user may change it); which CUDA device is which GPU (CUDA_DEVICE_ORDER, "
     "CUDA_VISIBLE_DEVICES); whether CPU and DRAM energy can be read (RAPL), with the exact fix "

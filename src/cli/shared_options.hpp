@@ -1,6 +1,7 @@
 #pragma once
 // Options several subcommands share, declared once each: where readings come from (--backend,
-// --nvml-library, --sim-*), which GPUs (--gpus), CPU and DRAM (--components, --estimate-cpu,
+// --nvml-library, --amdsmi-library, --level-zero-library, --sim-*), which GPUs (--gpus), CPU and
+// DRAM (--components, --estimate-cpu,
 // --cpu-tdp), carbon and cost (--pue, --region, --carbon-intensity, --price-per-kwh,
 // --currency), and the measurement options of run and wrap (outputs, labels, run id, live
 // metrics).  docs/carbon.md, docs/metrics.md, docs/jsonl-schema.md.
@@ -14,7 +15,7 @@
 
 namespace joules::cli {
 
-// --backend and --nvml-library.
+// --backend, --nvml-library, --amdsmi-library and --level-zero-library.
 void declare_backend(options::option_table& t, backend_options& out);
 // The --sim-* options, only with --backend sim (declared after declare_backend).
 void declare_sim(options::option_table& t, backend_options& out);

@@ -3,108 +3,64 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <charconv>
 #include <cstdlib>
 
+#include "devices/scope_parts.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
 namespace joules {
 namespace {
 
-std::optional<unsigned> parse_index(std::string_view s) {
-  unsigned v = 0;
-  if (s.empty() || s.size() > 6) return std::nullopt;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return v;
-}
+using scope::family;
+using scope::parse_index;
 
-// "0000:18:00.0" and "00000000:18:00.0" name the same device: compare numerically.
-std::optional<std::array<unsigned long, 4>> parse_pci(std::string_view s) {
-  std::array<unsigned long, 4> parts{};
-  const char* p = s.data();
-  const char* end = s.data() + s.size();
-  for (int i = 0; i < 4; ++i) {
-    const auto [next, ec] = std::from_chars(p, end, parts[static_cast<std::size_t>(i)], 16);
-    if (ec != std::errc()) return std::nullopt;
-    p = next;
-    const char want = i < 2 ? ':' : (i == 2 ? '.' : '\0');
-    if (want == '\0') break;
-    if (p == end || *p != want) return std::nullopt;
-    ++p;
+struct vendor_prefix {
+  std::string_view prefix;
+  family f;
+};
+constexpr vendor_prefix kPrefixes[] = {
+    {"nvidia:", family::nvidia}, {"amd:", family::amd}, {"intel:", family::intel}};
+
+std::vector<family> families_present(const std::vector<device_info>& devices) {
+  std::vector<family> out;
+  for (const auto& d : devices) {
+    const family f = scope::family_of(d);
+    if (std::find(out.begin(), out.end(), f) == out.end()) out.push_back(f);
   }
-  if (p != end) return std::nullopt;
-  return parts;
-}
-
-std::string lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
 }
 
-std::string index_list(const std::vector<device_info>& devices) {
-  if (devices.empty()) return "none";
+std::string index_list(const std::vector<device_info>& devices,
+                       const std::vector<std::size_t>& among) {
+  if (among.empty()) return "none";
   std::vector<unsigned> idx;
-  for (const auto& d : devices)
-    idx.push_back(d.index);
+  for (std::size_t i : among)
+    idx.push_back(devices[i].index);
   std::sort(idx.begin(), idx.end());
   const bool contiguous = idx.back() - idx.front() + 1 == idx.size();
   if (contiguous && idx.size() > 2) return fmt::format("{}-{}", idx.front(), idx.back());
   return fmt::format("{}", fmt::join(idx, ", "));
 }
 
-struct resolver {
-  const std::vector<device_info>& devices;
-  const mig_parent_fn& mig_parent;
-
-  std::optional<std::size_t> by_uuid(std::string_view uuid) const {
-    const std::string want = lower(uuid);
-    std::optional<std::size_t> found;
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      const std::string have = lower(devices[i].uuid);
-      if (have == want) return i;
-      // CUDA accepts abbreviated UUIDs: a unique prefix names the device.
-      if (want.size() >= 8 && have.starts_with(want)) {
-        if (found) return std::nullopt;  // ambiguous
-        found = i;
-      }
+// On a node of several vendors: "nvidia:0-3, amd:0, amd:1".
+std::string machine_indices(const std::vector<device_info>& devices) {
+  std::vector<std::string> parts;
+  for (const auto& p : kPrefixes) {
+    const auto m = scope::members(devices, p.f);
+    if (m.empty()) continue;
+    const std::string list = index_list(devices, m);
+    if (list.find('-') != std::string::npos || m.size() == 1) {
+      parts.push_back(fmt::format("{}{}", p.prefix, list));
+      continue;
     }
-    return found;
+    for (std::size_t i : m)
+      parts.push_back(fmt::format("{}{}", p.prefix, devices[i].index));
   }
+  return fmt::format("{}", fmt::join(parts, ", "));
+}
 
-  // The device a token names, or nullopt.
-  std::optional<std::size_t> resolve(std::string_view token) const {
-    if (auto n = parse_index(token)) {
-      for (std::size_t i = 0; i < devices.size(); ++i) {
-        if (devices[i].index == *n) return i;
-      }
-      return std::nullopt;
-    }
-    if (token.starts_with("MIG-GPU-")) {
-      // Old form MIG-GPU-<uuid>/<gi>/<ci>: the parent UUID is spelled out.
-      const auto slash = token.find('/');
-      return by_uuid(token.substr(4, slash == std::string_view::npos ? token.npos : slash - 4));
-    }
-    if (token.starts_with("MIG-")) {
-      if (!mig_parent) return std::nullopt;
-      const auto parent = mig_parent(token);
-      return parent ? by_uuid(*parent) : std::nullopt;
-    }
-    if (token.starts_with("GPU-") || token.starts_with("SIM-")) return by_uuid(token);
-    if (auto pci = parse_pci(token)) {
-      for (std::size_t i = 0; i < devices.size(); ++i) {
-        if (parse_pci(devices[i].pci_bus_id) == pci) return i;
-      }
-    }
-    return std::nullopt;
-  }
-};
-
-std::vector<std::size_t> all_devices(const std::vector<device_info>& devices) {
+std::vector<std::size_t> all_of(const std::vector<device_info>& devices) {
   std::vector<std::size_t> out(devices.size());
   for (std::size_t i = 0; i < out.size(); ++i)
     out[i] = i;
@@ -112,20 +68,38 @@ std::vector<std::size_t> all_devices(const std::vector<device_info>& devices) {
 }
 
 scope_result from_gpus_option(const std::vector<device_info>& devices, const std::string& value,
-                              const resolver& r) {
+                              const scope::resolver& r) {
   scope_result out{{}, "--gpus", value, {}};
   if (value == "all") {
-    out.devices = all_devices(devices);
+    out.devices = all_of(devices);
     return out;
   }
+  const auto present = families_present(devices);
+  const bool several = present.size() > 1;
+  const std::string indices =
+      several ? machine_indices(devices) : index_list(devices, all_of(devices));
   const std::string accepted = fmt::format(
       "expected all, or a comma-separated list of GPU indices ({}), UUIDs (GPU-...) or PCI bus ids",
-      index_list(devices));
+      indices);
   for (const auto& raw : split(value, ',')) {
-    const std::string_view token = trim(raw);
+    std::string_view token = trim(raw);
     if (token.empty())
       throw usage_error(fmt::format("--gpus '{}': empty entry; {}", value, accepted));
-    const auto found = r.resolve(token);
+    std::vector<std::size_t> among = all_of(devices);
+    bool prefixed = false;
+    for (const auto& p : kPrefixes) {
+      if (token.starts_with(p.prefix)) {
+        token.remove_prefix(p.prefix.size());
+        among = scope::members(devices, p.f);
+        prefixed = true;
+      }
+    }
+    if (!prefixed && several && parse_index(token)) {
+      throw usage_error(fmt::format(
+          "--gpus '{}': GPU indices are per vendor on this node; name it as VENDOR:INDEX ({})",
+          value, indices));
+    }
+    const auto found = r.resolve(token, among);
     if (!found) {
       if (token.find('-') != std::string_view::npos &&
           parse_index(token.substr(0, token.find('-')))) {
@@ -134,7 +108,7 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
       }
       if (parse_index(token)) {
         throw usage_error(fmt::format("--gpus '{}': no GPU has index {}; this machine's GPUs: {}",
-                                      value, token, index_list(devices)));
+                                      value, token, indices));
       }
       throw usage_error(fmt::format("--gpus '{}': '{}' names no GPU of this machine; {}", value,
                                     token, accepted));
@@ -148,11 +122,14 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
   return out;
 }
 
-scope_result from_cuda_visible(const std::string& value, const resolver& r) {
-  scope_result out{{}, "CUDA_VISIBLE_DEVICES", value, {}};
+scope::part from_cuda_visible(const std::string& value, const scope::resolver& r,
+                              const std::vector<std::size_t>& among) {
+  scope::part out;
+  out.source = "CUDA_VISIBLE_DEVICES";
+  out.value = value;
   for (const auto& raw : split(value, ',')) {
     const std::string_view token = trim(raw);
-    const auto found = token.empty() ? std::nullopt : r.resolve(token);
+    const auto found = token.empty() ? std::nullopt : r.resolve(token, among);
     if (!found) {
       if (!token.empty()) {
         out.notes.push_back(fmt::format(
@@ -166,21 +143,25 @@ scope_result from_cuda_visible(const std::string& value, const resolver& r) {
       out.devices.push_back(*found);
     }
   }
-  if (out.devices.empty()) {
-    throw usage_error(fmt::format(
-        "CUDA_VISIBLE_DEVICES='{}' lets this job use no GPU, so there is nothing to measure; "
-        "name GPUs with --gpus (e.g. --gpus all)",
-        value));
-  }
+  out.none_left = fmt::format(
+      "CUDA_VISIBLE_DEVICES='{}' lets this job use no GPU, so there is nothing to measure; "
+      "name GPUs with --gpus (e.g. --gpus all)",
+      value);
   return out;
 }
 
-scope_result from_nvidia_visible(const std::vector<device_info>& devices, const std::string& value,
-                                 const resolver& r) {
-  scope_result out{{}, "NVIDIA_VISIBLE_DEVICES", value, {}};
-  const std::string v = lower(trim(value));
+scope::part from_nvidia_visible(const std::string& value, const scope::resolver& r,
+                                const std::vector<std::size_t>& among) {
+  scope::part out;
+  out.source = "NVIDIA_VISIBLE_DEVICES";
+  out.value = value;
+  out.none_left = fmt::format(
+      "NVIDIA_VISIBLE_DEVICES='{}' lets this job use no GPU, so there is nothing to measure; "
+      "name GPUs with --gpus (e.g. --gpus all)",
+      value);
+  const std::string v = scope::lower(trim(value));
   if (v == "all") {
-    out.devices = all_devices(devices);
+    out.devices = among;
     return out;
   }
   const auto tokens = split(value, ',');
@@ -189,13 +170,13 @@ scope_result from_nvidia_visible(const std::vector<device_info>& devices, const 
   const bool all_indices = std::all_of(tokens.begin(), tokens.end(), [](const std::string& t) {
     return parse_index(trim(t)).has_value();
   });
-  if (all_indices && tokens.size() == devices.size()) {
-    out.devices = all_devices(devices);
+  if (all_indices && tokens.size() == among.size()) {
+    out.devices = among;
     return out;
   }
   if (v != "none" && v != "void" && !v.empty()) {
     for (const auto& raw : tokens) {
-      const auto found = r.resolve(trim(raw));
+      const auto found = r.resolve(trim(raw), among);
       if (!found) {
         out.notes.push_back(
             fmt::format("NVIDIA_VISIBLE_DEVICES entry '{}' names no GPU here; ignored", trim(raw)));
@@ -206,12 +187,51 @@ scope_result from_nvidia_visible(const std::vector<device_info>& devices, const 
       }
     }
   }
-  if (out.devices.empty()) {
-    throw usage_error(fmt::format(
-        "NVIDIA_VISIBLE_DEVICES='{}' lets this job use no GPU, so there is nothing to measure; "
-        "name GPUs with --gpus (e.g. --gpus all)",
-        value));
+  return out;
+}
+
+scope::part nvidia_part(const scope::resolver& r, const std::vector<std::size_t>& nvidia,
+                        const scope_request& q) {
+  if (q.cuda_visible_devices) return from_cuda_visible(*q.cuda_visible_devices, r, nvidia);
+  if (q.nvidia_visible_devices) return from_nvidia_visible(*q.nvidia_visible_devices, r, nvidia);
+  scope::part all;
+  all.devices = nvidia;
+  return all;
+}
+
+scope_result combine(std::vector<std::pair<std::string_view, scope::part>> parts) {
+  scope_result out;
+  std::vector<std::string> sources;
+  std::vector<std::string> values;
+  bool restricted = false;
+  for (auto& [vendor, p] : parts) {
+    out.devices.insert(out.devices.end(), p.devices.begin(), p.devices.end());
+    out.notes.insert(out.notes.end(), p.notes.begin(), p.notes.end());
+    restricted = restricted || p.source != "all devices";
   }
+  if (out.devices.empty()) {
+    for (const auto& [vendor, p] : parts) {
+      if (!p.none_left.empty()) throw usage_error(p.none_left);
+    }
+    throw usage_error(
+        "this job may use no GPU, so there is nothing to measure; name GPUs with --gpus");
+  }
+  if (parts.size() == 1 || !restricted) {
+    const scope::part& only = parts.front().second;
+    out.source = restricted ? only.source : "all devices";
+    out.value = restricted ? only.value : "";
+    return out;
+  }
+  for (const auto& [vendor, p] : parts) {
+    if (p.source == "all devices") {
+      sources.push_back(fmt::format("all {} GPUs", vendor));
+    } else {
+      sources.push_back(p.source);
+      values.push_back(fmt::format("{}={}", p.source, p.value));
+    }
+  }
+  out.source = fmt::format("{}", fmt::join(sources, ", "));
+  out.value = fmt::format("{}", fmt::join(values, " "));
   return out;
 }
 
@@ -219,13 +239,17 @@ scope_result from_nvidia_visible(const std::vector<device_info>& devices, const 
 
 scope_result select_devices(const std::vector<device_info>& devices, const scope_request& request,
                             const mig_parent_fn& mig_parent) {
-  const resolver r{devices, mig_parent};
+  const scope::resolver r{devices, mig_parent};
   if (request.gpus) return from_gpus_option(devices, *request.gpus, r);
-  if (request.cuda_visible_devices) return from_cuda_visible(*request.cuda_visible_devices, r);
-  if (request.nvidia_visible_devices) {
-    return from_nvidia_visible(devices, *request.nvidia_visible_devices, r);
-  }
-  return scope_result{all_devices(devices), "all devices", "", {}};
+  const auto nvidia = scope::members(devices, family::nvidia);
+  const auto amd = scope::members(devices, family::amd);
+  const auto intel = scope::members(devices, family::intel);
+  std::vector<std::pair<std::string_view, scope::part>> parts;
+  if (!nvidia.empty()) parts.emplace_back("NVIDIA", nvidia_part(r, nvidia, request));
+  if (!amd.empty()) parts.emplace_back("AMD", scope::amd_part(r, amd, request, !nvidia.empty()));
+  if (!intel.empty()) parts.emplace_back("Intel", scope::intel_part(r, intel, request));
+  if (parts.empty()) return scope_result{{}, "all devices", "", {}};
+  return combine(std::move(parts));
 }
 
 scope_request job_scope_request(std::optional<std::string> gpus) {
@@ -237,6 +261,10 @@ scope_request job_scope_request(std::optional<std::string> gpus) {
   r.gpus = std::move(gpus);
   r.cuda_visible_devices = raw("CUDA_VISIBLE_DEVICES");
   r.nvidia_visible_devices = raw("NVIDIA_VISIBLE_DEVICES");
+  r.rocr_visible_devices = raw("ROCR_VISIBLE_DEVICES");
+  r.hip_visible_devices = raw("HIP_VISIBLE_DEVICES");
+  r.ze_affinity_mask = raw("ZE_AFFINITY_MASK");
+  r.ze_flat_device_hierarchy = raw("ZE_FLAT_DEVICE_HIERARCHY");
   return r;
 }
 

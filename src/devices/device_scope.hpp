@@ -2,13 +2,22 @@
 // Which devices a run measures, each keyed by its UUID: by default the devices this job may use,
 // never silently the whole host.
 //
-//   1. --gpus all | LIST, where LIST names devices by NVML index (as nvidia-smi numbers them),
-//      UUID (GPU-..., or a unique prefix of one), MIG UUID (its parent GPU), or PCI bus id;
-//   2. else CUDA_VISIBLE_DEVICES: indices, GPU UUIDs (full or abbreviated), MIG-<uuid> and
-//      MIG-GPU-<uuid>/<gi>/<ci> entries mapped to their parent GPU; like CUDA, the list ends at
-//      the first entry that names no device;
-//   3. else NVIDIA_VISIBLE_DEVICES (container runtimes): all, none/void, indices or UUIDs;
-//   4. else every device.
+//   1. --gpus all | LIST, where LIST names devices by index (as nvidia-smi, amd-smi or xpu-smi
+//      number them; VENDOR:INDEX such as amd:0 on a node of several vendors), UUID (or a unique
+//      prefix of one of at least 8 characters), MIG UUID (its parent GPU), or PCI bus id;
+//   2. else, for each vendor's GPUs, the variables its runtime reads:
+//      - NVIDIA: CUDA_VISIBLE_DEVICES (indices, GPU UUIDs, full or abbreviated, MIG-<uuid> and
+//        MIG-GPU-<uuid>/<gi>/<ci> entries mapped to their parent GPU; like CUDA, the list ends at
+//        the first entry that names no device), else NVIDIA_VISIBLE_DEVICES (container runtimes:
+//        all, none/void, indices or UUIDs);
+//      - AMD: ROCR_VISIBLE_DEVICES (indices or UUIDs), then HIP_VISIBLE_DEVICES, or
+//        CUDA_VISIBLE_DEVICES on a node without NVIDIA GPUs (HIP reads either), as indices into
+//        what ROCR_VISIBLE_DEVICES left; indices count compute partitions, each mapped to its
+//        GPU (docs/amd-notes.md §6);
+//      - Intel: ZE_AFFINITY_MASK (N or N.M), N counting stacks under the FLAT device hierarchy
+//        (ZE_FLAT_DEVICE_HIERARCHY, FLAT by default) and cards under COMPOSITE or COMBINED, each
+//        stack mapped to its card (docs/level-zero-notes.md §6);
+//      each vendor's GPUs without such a variable: all of them.
 // Pure logic: the environment is passed in.
 
 #include <functional>
@@ -25,6 +34,10 @@ struct scope_request {
   std::optional<std::string> gpus;  // --gpus, when given
   std::optional<std::string> cuda_visible_devices;
   std::optional<std::string> nvidia_visible_devices;
+  std::optional<std::string> rocr_visible_devices;
+  std::optional<std::string> hip_visible_devices;
+  std::optional<std::string> ze_affinity_mask;
+  std::optional<std::string> ze_flat_device_hierarchy;
 };
 
 // The request of this job: `gpus` (--gpus) and the job's environment as it is
@@ -33,9 +46,11 @@ scope_request job_scope_request(std::optional<std::string> gpus);
 
 struct scope_result {
   std::vector<std::size_t> devices;  // indices into the backend's device list, in list order
-  std::string source;                // "--gpus", "CUDA_VISIBLE_DEVICES", ..., "all devices"
-  std::string value;                 // the text the choice came from
-  std::vector<std::string> notes;    // things worth telling the user (ignored entries...)
+  // "--gpus", "CUDA_VISIBLE_DEVICES", ..., "all devices"; the sources of several vendors are
+  // joined with ", " (each vendor's GPUs go by their own variables).
+  std::string source;
+  std::string value;               // the text the choice came from (NAME=value for several)
+  std::vector<std::string> notes;  // things worth telling the user (ignored entries...)
 };
 
 // Maps a MIG UUID to the UUID of its parent GPU (backend::parent_of_mig).

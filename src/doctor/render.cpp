@@ -1,7 +1,9 @@
 // `joules doctor`'s two outputs: text for people, one JSON object for machines.
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
 #include <cmath>
 #include <iterator>
 
@@ -51,12 +53,16 @@ std::string power_source_text(const device_info& d) {
     case power_source::power_usage:
       return d.power_window ? "1 s average (nvmlDeviceGetPowerUsage)"
                             : "instantaneous (nvmlDeviceGetPowerUsage)";
+    case power_source::socket_current:
+      return "current socket power (AMD SMI)";
+    case power_source::socket_average:
+      return "average socket power (AMD SMI)";
     case power_source::model:
       return "a model (simulated)";
     case power_source::none:
       break;
   }
-  return "none";
+  return d.has_energy_counter ? "none (its energy counter's rate)" : "none";
 }
 
 // How energy will be measured, in words ("energy      from its energy counter").
@@ -85,14 +91,51 @@ std::string yes_no(const std::optional<bool>& b) {
   return *b ? "yes" : "no";
 }
 
+// The heading of the GPU libraries' section: the library's name, or "GPU libraries" for several.
+std::string library_heading(const backend_meta& m) {
+  if (m.backend == "sim") return "Backend";
+  if (!m.parts.empty()) return "GPU libraries";
+  if (m.backend == "amdsmi") return "AMD SMI";
+  if (m.backend == "rocm_smi") return "ROCm SMI";
+  if (m.backend == "levelzero") return "Level Zero";
+  return "NVML";
+}
+
+void library_lines(std::string& out, const backend_meta& m) {
+  const auto unknown = [](const std::string& s) {
+    return s.empty() ? std::string("unknown") : shown(s);
+  };
+  std::string version;
+  if (m.backend == "nvml") {
+    version = fmt::format("NVML {}", unknown(m.library_version));
+  } else if (m.backend == "amdsmi") {
+    version = fmt::format("AMD SMI {}", unknown(m.library_version));
+  } else if (m.backend == "rocm_smi") {
+    version = fmt::format("ROCm SMI {}", unknown(m.library_version));
+  } else if (m.backend == "levelzero") {
+    version = fmt::format("Level Zero Sysman through {}", unknown(m.library_version));
+  } else {
+    fmt::format_to(std::back_inserter(out), "  {} · {}\n", m.backend, m.library_version);
+    return;
+  }
+  fmt::format_to(std::back_inserter(out), "  library     {}\n", shown(m.library_path));
+  fmt::format_to(std::back_inserter(out),
+                 "  version     {} · driver {} · {} of {} known entry points\n", version,
+                 unknown(m.driver_version), m.symbols_found, m.symbols_known);
+}
+
 void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color) {
   const device_info& d = g.info;
-  fmt::format_to(
-      std::back_inserter(out), "  {}  {}{}  {}  {}{}\n",
-      paint(color, fmt::format("GPU {}", d.index), "1"), shown(d.name),
-      d.architecture.empty() ? "" : fmt::format(" ({})", shown(d.architecture)), shown(d.uuid),
-      shown(d.pci_bus_id),
-      g.cuda_index ? fmt::format("  CUDA {}", *g.cuda_index) : std::string("  no CUDA index"));
+  std::string cuda;
+  if (is_nvidia(d)) {
+    cuda = g.cuda_index ? fmt::format("  CUDA {}", *g.cuda_index) : std::string("  no CUDA index");
+  } else if (!d.partition_indices.empty() && d.vendor == "amd") {
+    cuda = fmt::format("  partitions {}", fmt::join(d.partition_indices, ","));
+  }
+  fmt::format_to(std::back_inserter(out), "  {}  {}{}  {}  {}{}\n", paint(color, gpu_name(d), "1"),
+                 shown(d.name),
+                 d.architecture.empty() ? "" : fmt::format(" ({})", shown(d.architecture)),
+                 shown(d.uuid), shown(d.pci_bus_id), cuda);
   std::string now;
   if (g.reading.status == read_status::lost) {
     now = paint(color, "lost", "31");
@@ -129,7 +172,7 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
   std::size_t shown = 0;
   std::string flags;
   for (const auto& f : r.findings) {
-    if (f.gpu != d.index || f.level == severity::info) continue;
+    if (f.gpu != d.index || f.vendor != d.vendor || f.level == severity::info) continue;
     if (shown++ > 0) flags += ", ";
     flags += paint(color, f.code, severity_color(f.level));
   }
@@ -164,18 +207,14 @@ std::string render_text(const report& r, bool color) {
   std::string out;
   fmt::format_to(std::back_inserter(out), "{}  {}  ·  joules {}\n\n",
                  paint(color, "joules doctor", "1"), r.hostname, JOULES_VERSION);
-  out += paint(color, r.meta.backend == "sim" ? "Backend" : "NVML", "1") + "\n";
+  out += paint(color, r.backend_ok ? library_heading(r.meta) : "GPU library", "1") + "\n";
   if (!r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, shown(r.backend_error), "31"));
-  } else if (r.meta.backend == "nvml") {
-    fmt::format_to(std::back_inserter(out), "  library     {}\n", shown(r.meta.library_path));
-    fmt::format_to(std::back_inserter(out),
-                   "  version     NVML {} · driver {} · {} of {} known entry points\n",
-                   r.meta.library_version.empty() ? "unknown" : shown(r.meta.library_version),
-                   r.meta.driver_version.empty() ? "unknown" : shown(r.meta.driver_version),
-                   r.meta.symbols_found, r.meta.symbols_known);
+  } else if (r.meta.parts.empty()) {
+    library_lines(out, r.meta);
   } else {
-    fmt::format_to(std::back_inserter(out), "  {} · {}\n", r.meta.backend, r.meta.library_version);
+    for (const auto& part : r.meta.parts)
+      library_lines(out, part);
   }
   for (const auto& n : r.notices)
     fmt::format_to(std::back_inserter(out), "  {}\n", shown(n));
@@ -185,16 +224,23 @@ std::string render_text(const report& r, bool color) {
                    r.gpus.size(), r.scope);
     for (const auto& g : r.gpus)
       gpu_text(out, r, g, color);
-    fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CUDA devices", "1"));
-    fmt::format_to(std::back_inserter(out), "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n",
-                   r.cuda.order, r.cuda.order_from_env ? "" : " (the default)",
-                   r.cuda.visible ? fmt::format("'{}'", *r.cuda.visible) : std::string("unset"));
-    std::vector<std::string> pairs;
-    for (const auto& e : r.cuda.devices)
-      pairs.push_back(fmt::format("cuda:{} = GPU {}", e.cuda_index, e.nvml_index));
-    fmt::format_to(std::back_inserter(out), "  {}{}\n",
-                   pairs.empty() ? "CUDA sees no GPU" : fmt::format("{}", fmt::join(pairs, " · ")),
-                   r.cuda.certain ? "" : "  (assumed: see the findings)");
+    const bool nvidia =
+        r.gpus.empty() ||
+        std::any_of(r.gpus.begin(), r.gpus.end(), [](const auto& g) { return is_nvidia(g.info); });
+    if (nvidia) {
+      fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CUDA devices", "1"));
+      fmt::format_to(std::back_inserter(out),
+                     "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n", r.cuda.order,
+                     r.cuda.order_from_env ? "" : " (the default)",
+                     r.cuda.visible ? fmt::format("'{}'", *r.cuda.visible) : std::string("unset"));
+      std::vector<std::string> pairs;
+      for (const auto& e : r.cuda.devices)
+        pairs.push_back(fmt::format("cuda:{} = GPU {}", e.cuda_index, e.nvml_index));
+      fmt::format_to(
+          std::back_inserter(out), "  {}{}\n",
+          pairs.empty() ? "CUDA sees no GPU" : fmt::format("{}", fmt::join(pairs, " · ")),
+          r.cuda.certain ? "" : "  (assumed: see the findings)");
+    }
   }
 
   if (!r.host_devices.empty() || !r.components.empty()) {
@@ -249,11 +295,24 @@ std::string render_json(const report& r) {
   }
   w.field("name", r.meta.backend)
       .field("library_path", r.meta.library_path)
-      .field("nvml_version", r.meta.library_version)
+      .field("nvml_version", find_part(r.meta, "nvml") != nullptr
+                                 ? find_part(r.meta, "nvml")->library_version
+                                 : std::string())
       .field("driver_version", r.meta.driver_version)
       .field("symbols_found", r.meta.symbols_found)
-      .field("symbols_known", r.meta.symbols_known)
-      .end_object();
+      .field("symbols_known", r.meta.symbols_known);
+  // Every GPU library opened, with its own versions (one, or several on a node of two vendors).
+  w.key("libraries").begin_array();
+  for (const auto& m : r.meta.parts.empty() ? std::vector<backend_meta>{r.meta} : r.meta.parts) {
+    if (!r.backend_ok) break;
+    w.begin_object()
+        .field("name", m.backend)
+        .field("library_path", m.library_path)
+        .field("library_version", m.library_version)
+        .field("driver_version", m.driver_version)
+        .end_object();
+  }
+  w.end_array().end_object();
   w.key("notices").begin_array();
   for (const auto& n : r.notices)
     w.value(n);
@@ -264,6 +323,7 @@ std::string render_json(const report& r) {
     const device_info& d = g.info;
     w.begin_object()
         .field("index", d.index)
+        .field("vendor", d.vendor)
         .field("uuid", d.uuid)
         .field("name", d.name)
         .field("architecture", d.architecture)

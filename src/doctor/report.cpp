@@ -10,13 +10,35 @@ namespace {
 using health::finding;
 using health::severity;
 
+// What to do about a driver that answers slowly, in the vendor's tools.
+std::string slow_fix(const device_info& d) {
+  if (d.vendor == "amd") {
+    return fmt::format(
+        "check the kernel log (dmesg) for amdgpu errors and amd-smi metric -g {} "
+        "for the GPU's state; if it stays slow, drain the node and reboot",
+        d.index);
+  }
+  if (d.vendor == "intel") {
+    return fmt::format(
+        "check the kernel log (dmesg) for i915 or xe errors and xpu-smi stats -d "
+        "{} for the GPU's state; if it stays slow, drain the node and reboot",
+        d.index);
+  }
+  return fmt::format(
+      "check the kernel log (dmesg) for Xid errors and nvidia-smi -q -i {} for the "
+      "GPU's state; turn persistence mode on (nvidia-smi -pm 1); if it stays slow, "
+      "drain the node and reboot",
+      d.index);
+}
+
 finding about(const device_info& d, severity level, std::string code, std::string message,
               std::string fix = {}) {
   finding f;
   f.level = level;
   f.code = std::move(code);
   f.gpu = d.index;
-  f.message = fmt::format("GPU {}: {}", d.index, message);
+  f.vendor = d.vendor;
+  f.message = fmt::format("{}: {}", gpu_name(d), message);
   f.fix = std::move(fix);
   return f;
 }
@@ -78,10 +100,7 @@ std::vector<finding> measurement_findings(const gpu_report& g) {
             "sampling schedule){}",
             *g.read_s * 1e3, kSlowReadS * 1e3,
             g.not_checked.empty() ? "" : "; its health was not checked, to keep doctor quick"),
-        fmt::format("check the kernel log (dmesg) for Xid errors and nvidia-smi -q -i {} for the "
-                    "GPU's state; turn persistence mode on (nvidia-smi -pm 1); if it stays slow, "
-                    "drain the node and reboot",
-                    d.index)));
+        slow_fix(d)));
   } else if (!g.not_checked.empty()) {
     out.push_back(about(d, severity::warning, "not_checked",
                         fmt::format("health and capabilities not checked: {}", g.not_checked),

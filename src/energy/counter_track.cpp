@@ -31,8 +31,9 @@ bool counter_track::add(double t, std::uint64_t raw_mj, std::optional<double> po
   return add_uj(t, raw_mj * 1000U, power_w);
 }
 
-void counter_track::set_wrap(std::uint64_t modulus_uj, double max_power_w) {
-  modulus_uj_ = modulus_uj;
+void counter_track::set_wrap(std::uint64_t modulus, double max_power_w) {
+  wraps_at_modulus_ = true;
+  modulus_ = modulus;
   wrap_max_power_w_ = max_power_w;
 }
 
@@ -41,9 +42,10 @@ void counter_track::set_continuous() {
   model_ = model_kind::continuous;
 }
 
-double counter_track::energy_of(std::uint64_t raw_uj) const {
-  const auto uj = static_cast<std::int64_t>(raw_uj - base_uj_) + wrapped_uj_;
-  return static_cast<double>(uj) / 1e6 + offset_j_;
+double counter_track::energy_of(std::uint64_t raw) const {
+  const auto counts = static_cast<std::int64_t>(raw - base_) + wrapped_;
+  // x 1.0 is exact: a µJ counter's energy is the same division by 1e6 as ever.
+  return static_cast<double>(counts) * unit_uj_ / 1e6 + offset_j_;
 }
 
 bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double> power_w) {
@@ -51,17 +53,23 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
   double energy = 0.0;
   double lo = kNoTime;
   if (!has_last_) {
-    base_uj_ = raw_uj;
+    base_ = raw_uj;
     energy = 0.0;
     has_last_ = true;
   } else if (raw_uj < last_raw_) {
     // A wrap adds (modulus - last + raw) since the last read; more than the highest plausible
     // power could use in that time means the counter was reset instead.  The slack covers the
     // read instants being the middles of the reads, not the counter's update instants.
-    const std::uint64_t turn = modulus_uj_ > last_raw_ ? modulus_uj_ - last_raw_ + raw_uj : 0;
-    const double allowed_uj = wrap_max_power_w_ * (std::max(0.0, t - last_read_t_) + 0.002) * 1e6;
-    if (turn > 0 && static_cast<double>(turn) <= allowed_uj) {
-      wrapped_uj_ += static_cast<std::int64_t>(modulus_uj_);
+    std::uint64_t turn = 0;
+    if (wraps_at_modulus_ && modulus_ == 0) {
+      turn = raw_uj - last_raw_;  // modulo 2^64: 2^64 - last + raw
+    } else if (wraps_at_modulus_ && modulus_ > last_raw_) {
+      turn = modulus_ - last_raw_ + raw_uj;
+    }
+    const double allowed =
+        wrap_max_power_w_ * (std::max(0.0, t - last_read_t_) + 0.002) * 1e6 / unit_uj_;
+    if (turn > 0 && static_cast<double>(turn) <= allowed) {
+      if (modulus_ != 0) wrapped_ += static_cast<std::int64_t>(modulus_);
       ++wraps_;
       energy = energy_of(raw_uj);
       lo = last_read_t_;
@@ -69,12 +77,12 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
       // The counter went backwards: the driver was reloaded or the GPU reset, and the counter
       // restarted from 0 at some instant since the last read.  The energy between the last read
       // and that instant is unknown: estimate the whole gap from power when we have it.
-      const double since_reset = static_cast<double>(raw_uj) / 1e6;
+      const double since_reset = static_cast<double>(raw_uj) * unit_uj_ / 1e6;
       double gap = since_reset;
       if (power_w && t > last_read_t_) gap = std::max(gap, *power_w * (t - last_read_t_));
       energy = last_energy_j_ + gap;
-      base_uj_ = 0;
-      wrapped_uj_ = 0;
+      base_ = 0;
+      wrapped_ = 0;
       offset_j_ = energy - since_reset;
       reset_estimated_j_ += gap - since_reset;
       ++resets_;

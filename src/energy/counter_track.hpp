@@ -40,14 +40,23 @@ class counter_track {
   // A read of the raw counter (mJ) at instant t.  `power_w`, when known, estimates the energy
   // lost across a counter reset.  Returns true when the counter went backwards (a reset).
   bool add(double t, std::uint64_t raw_mj, std::optional<double> power_w);
-  // The same for a counter in µJ (RAPL energy_uj).  Energies are kept as integer µJ until they
-  // are divided once into joules, so the energy at an anchor is exact to the µJ.
+  // The same for a counter in µJ (RAPL energy_uj, Level Zero).  Energies are kept as integer
+  // counts until they are turned once into joules, so the energy at an anchor is exact to the
+  // count.
   bool add_uj(double t, std::uint64_t raw_uj, std::optional<double> power_w);
+  // The same for a counter in counts of set_unit_uj() µJ each (AMD's energy accumulator).
+  bool add_counts(double t, std::uint64_t raw, std::optional<double> power_w) {
+    return add_uj(t, raw, power_w);
+  }
+  // µJ per count for add_counts (AMD's counter_resolution; 1 for µJ counters).  The energy of
+  // n counts is n x unit_uj / 1e6 J.  Call before the first add.
+  void set_unit_uj(double unit_uj) { unit_uj_ = unit_uj; }
 
-  // The counter counts modulo `modulus_uj` (RAPL): a decrease that `max_power_w` could explain
-  // since the previous read is a wrap, counted exactly; a larger one is a reset (write "0" to
-  // energy_uj, a driver reload).  Call before the first add.
-  void set_wrap(std::uint64_t modulus_uj, double max_power_w);
+  // The counter counts modulo `modulus` counts, 0 standing for 2^64 (RAPL wraps at its
+  // max_energy_range_uj, AMD's and Level Zero's counters are 64-bit): a decrease that
+  // `max_power_w` could explain since the previous read is a wrap, counted exactly; a larger
+  // one is a reset (write "0" to energy_uj, a driver reload).  Call before the first add.
+  void set_wrap(std::uint64_t modulus, double max_power_w);
   // The counter advances at every hardware update (RAPL: ~1 ms): it is continuous from the
   // start, and a value that did not change between reads means no energy was used meanwhile, so
   // the energy is flat up to the last read that still showed it.  Call before the first add.
@@ -120,16 +129,20 @@ class counter_track {
   double first_pinned_ = 0.0;  // reference update instant for the periodic model
   double last_pinned_ = 0.0;
 
-  // Energy (J) of a raw reading: (raw - base + wrapped) µJ, an exact integer, plus the offset.
-  double energy_of(std::uint64_t raw_uj) const;
+  // Energy (J) of a raw reading: (raw - base + wrapped) counts, an exact integer, times the
+  // unit, plus the offset.  A 64-bit counter's wrap needs no term: raw - base is taken modulo
+  // 2^64.
+  double energy_of(std::uint64_t raw) const;
 
   bool has_last_ = false;
-  std::uint64_t last_raw_ = 0;  // µJ
+  std::uint64_t last_raw_ = 0;  // counts (µJ unless set_unit_uj)
   double last_read_t_ = 0.0;
-  double value_seen_t_ = 0.0;     // the first read that showed the current value
-  std::uint64_t base_uj_ = 0;     // the raw value that counts as 0 (the first read)
-  std::int64_t wrapped_uj_ = 0;   // modulus x wraps
-  std::uint64_t modulus_uj_ = 0;  // 0: the counter does not wrap
+  double value_seen_t_ = 0.0;  // the first read that showed the current value
+  std::uint64_t base_ = 0;     // the raw value that counts as 0 (the first read)
+  std::int64_t wrapped_ = 0;   // modulus x wraps (counters that wrap below 2^64)
+  bool wraps_at_modulus_ = false;
+  std::uint64_t modulus_ = 0;  // 0 with wraps_at_modulus_: 2^64
+  double unit_uj_ = 1.0;
   double wrap_max_power_w_ = 0.0;
   bool continuous_ = false;  // set_continuous()
   int wraps_ = 0;

@@ -10,7 +10,8 @@ device_timeline::device_timeline(const device_info& info)
       power_instant_(info.power != power_source::none && !info.power_window),
       has_power_(info.power != power_source::none),
       power_(info.power_window ? info.power_window->count() : 0.0) {
-  if (info.wrap) counter_.set_wrap(info.wrap->modulus_uj, info.wrap->max_power.value);
+  if (info.wrap) counter_.set_wrap(info.wrap->modulus, info.wrap->max_power.value);
+  counter_.set_unit_uj(info.counter_unit_uj);
   if (info.counter_continuous) counter_.set_continuous();
 }
 
@@ -31,8 +32,10 @@ void device_timeline::add(double t, const device_reading& r) {
   if (p) power_.add(t, *p);
   bool counted = false;
   if (use_counter_ && !counter_stopped_at_) {
-    if (r.energy_mj || r.energy_uj) {
-      if (r.energy_uj) {
+    if (r.energy_mj || r.energy_uj || r.energy_counts) {
+      if (r.energy_counts) {
+        counter_.add_counts(t, *r.energy_counts, p);
+      } else if (r.energy_uj) {
         counter_.add_uj(t, *r.energy_uj, p);
       } else {
         counter_.add(t, *r.energy_mj, p);

@@ -20,7 +20,8 @@ struct builder {
     f.level = level;
     f.code = std::move(code);
     f.gpu = d.index;
-    f.message = fmt::format("GPU {}: {}", d.index, message);
+    f.vendor = d.vendor;
+    f.message = fmt::format("{}: {}", gpu_name(d), message);
     f.fix = std::move(fix);
     f.flag = std::move(flag);
     out.push_back(std::move(f));

@@ -21,7 +21,8 @@ std::string_view to_string(severity s);
 struct finding {
   severity level = severity::info;
   std::string code;             // stable name for machines: "ecc_uncorrectable", ...
-  std::optional<unsigned> gpu;  // the device's NVML index, when it is about one device
+  std::optional<unsigned> gpu;  // the device's index, when it is about one device
+  std::string vendor;           // and its vendor ("nvidia", "amd", "intel"): indices are per vendor
   std::string message;          // one sentence for people
   std::string fix;              // what to do about it; empty when nothing needs doing
   std::string flag;             // a few words for monitor's health line: "ECC unc 2"

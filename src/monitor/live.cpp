@@ -1,12 +1,15 @@
 #include "monitor/live.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <array>
 #include <ctime>
 #include <thread>
 #include <tuple>
+
+#include "text/escape.hpp"
 
 namespace joules::monitor {
 
@@ -29,12 +32,19 @@ live_model::live_model(const sampler& readings, std::vector<std::size_t> devices
       stale_after_(interval + kStaleSlack) {
   const backend_meta& meta = readings.hardware().meta();
   model_.host = std::move(host);
-  if (meta.backend == "nvml") {
-    model_.source = meta.driver_version.empty()
-                        ? std::string("nvml")
-                        : fmt::format("nvml, driver {}", meta.driver_version);
+  if (meta.backend == "sim") {
+    model_.source = "sim (simulated)";
   } else {
-    model_.source = fmt::format("{} (simulated)", meta.backend);
+    // Each vendor's library and driver: "nvml, driver 570.86.15; amdsmi, driver 6.8.5".
+    std::vector<std::string> parts;
+    for (const auto& m : meta.parts.empty() ? std::vector<backend_meta>{meta} : meta.parts) {
+      // The driver's version is an outside string.
+      parts.push_back(m.driver_version.empty()
+                          ? m.backend
+                          : fmt::format("{}, driver {}", m.backend,
+                                        text::escape_for_terminal(m.driver_version)));
+    }
+    model_.source = fmt::format("{}", fmt::join(parts, "; "));
   }
   model_.interval_s = std::chrono::duration<double>(interval).count();
   model_.keys = keys;

@@ -116,7 +116,7 @@ std::string spark(const device_view& d, double now_s, std::size_t columns) {
 }
 
 std::string gpu_title(const device_view& d, const painter& paint) {
-  return paint(fmt::format("GPU {}", d.info.index), kBold);
+  return paint(gpu_name(d.info), kBold);
 }
 
 std::string lost_mark(const device_view& d, const painter& paint) {

@@ -13,7 +13,8 @@ namespace joules::monitor {
 namespace {
 
 std::string device_label(const device_info& d) {
-  if (d.kind == device_kind::gpu) return fmt::format("{}", d.index);
+  // "0" for NVIDIA's GPUs, as nvidia-smi dmon numbers them; "amd0", "intel0" for the others.
+  if (d.kind == device_kind::gpu) return fmt::format("{}{}", is_nvidia(d) ? "" : d.vendor, d.index);
   return fmt::format("{}{}", to_string(d.kind), d.index);
 }
 
@@ -317,6 +318,8 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
       w.begin_object()
           .field("kind", to_string(d.info.kind))
           .field("index", d.info.index)
+          .field("vendor", d.info.vendor.empty() ? std::optional<std::string>()
+                                                 : std::optional(d.info.vendor))
           .field("uuid", d.info.key())
           .field("name", d.info.name)
           .field("method", to_string(d.info.method()))

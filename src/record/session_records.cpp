@@ -144,7 +144,7 @@ std::string run_method(const window_result& w) {
 std::string device_label(const device_info& d) {
   switch (d.kind) {
     case device_kind::gpu:
-      return fmt::format("GPU {}", d.index);
+      return gpu_name(d);
     case device_kind::cpu:
       return d.estimated ? std::string("CPU estimate") : fmt::format("CPU {}", d.architecture);
     case device_kind::dram:
@@ -209,16 +209,24 @@ std::string session_start_record(const run_context& ctx) {
   w.field("start_time", iso8601_utc(ctx.start_wall));
   w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
   w.field("interval_ms", ctx.interval_ms);
+  const auto text = [](const std::string& s) {
+    return s.empty() ? std::optional<std::string>() : std::optional(s);
+  };
   w.field("backend", ctx.backend.backend);
-  w.field("driver_version", ctx.backend.driver_version.empty()
-                                ? std::optional<std::string>()
-                                : std::optional(ctx.backend.driver_version));
-  w.field("nvml_version", ctx.backend.library_version.empty()
-                              ? std::optional<std::string>()
-                              : std::optional(ctx.backend.library_version));
-  w.field("nvml_library", ctx.backend.library_path.empty()
-                              ? std::optional<std::string>()
-                              : std::optional(ctx.backend.library_path));
+  w.field("driver_version", text(ctx.backend.driver_version));
+  // NVML's own fields stay NVML's; every GPU library (one per vendor) is in gpu_libraries.
+  const backend_meta* nvml = find_part(ctx.backend, "nvml");
+  w.field("nvml_version", nvml != nullptr ? text(nvml->library_version) : std::nullopt);
+  w.field("nvml_library", nvml != nullptr ? text(nvml->library_path) : std::nullopt);
+  w.key("gpu_libraries").begin_array();
+  for (const auto& m :
+       ctx.backend.parts.empty() ? std::vector<backend_meta>{ctx.backend} : ctx.backend.parts) {
+    if (m.backend == "rapl" || m.backend == "sim") continue;
+    w.begin_object().field("backend", m.backend);
+    w.field("library", text(m.library_path)).field("version", text(m.library_version));
+    w.field("driver_version", text(m.driver_version)).end_object();
+  }
+  w.end_array();
   w.key("scope")
       .begin_object()
       .field("source", ctx.scope.source)
@@ -228,6 +236,7 @@ std::string session_start_record(const run_context& ctx) {
   for (const auto& d : ctx.devices) {
     w.begin_object();
     w.field("kind", to_string(d.kind));
+    w.field("vendor", d.vendor.empty() ? std::optional<std::string>() : std::optional(d.vendor));
     w.field("index", d.index).field("uuid", d.uuid).field("pci_bus_id", d.pci_bus_id);
     w.field("name", d.name);
     w.field("architecture",
@@ -300,6 +309,7 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
     if (dw.energy_uj) e = to_joules(*dw.energy_uj).value;
     w.begin_object();
     w.field("kind", to_string(d.kind));
+    w.field("vendor", d.vendor.empty() ? std::optional<std::string>() : std::optional(d.vendor));
     w.field("index", d.index).field("uuid", d.uuid).field("name", d.name);
     w.field("method", to_string(dw.method));
     w.field("energy_j", e);

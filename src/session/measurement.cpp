@@ -62,9 +62,9 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
     const device_info& d = hw.devices()[i];
     if (d.kind == device_kind::gpu && d.method() == energy_method::none) {
       term::print_note(
-          fmt::format("GPU {} ({}) has neither an energy counter nor a power reading; it is not "
+          fmt::format("{} ({}) has neither an energy counter nor a power reading; it is not "
                       "measured (to estimate it, use --backend sim with its model)",
-                      d.index, d.name));
+                      gpu_name(d), d.name));
       continue;
     }
     measured_.push_back(i);

@@ -13,15 +13,28 @@ BUILD = pathlib.Path(os.environ.get("JOULES_TEST_BUILD_DIR", ROOT / "build" / "d
 JOULES = os.environ.get("JOULES_BIN", str(BUILD / "src" / "joules"))
 TRAINER = str(BUILD / "examples" / "joules-toy-trainer")
 FAKE_NVML_DIR = pathlib.Path(os.environ.get("FAKE_NVML_DIR", BUILD / "tests" / "fake_nvml"))
+FAKE_AMDSMI_DIR = BUILD / "tests" / "fake_amdsmi"
+FAKE_ZE_DIR = BUILD / "tests" / "fake_level_zero"
 SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
+# A library path that names nothing: the vendor's library is absent.
+NO_LIBRARY = str(ROOT / "tests" / "fixtures" / "no-such-library.so")
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
+sys.path.insert(0, str(ROOT / "tests" / "fake_common"))
 
 # Hermetic: the host's RAPL counters (readable when CI runs as root) and region must not leak into
 # runs whose energy tests compare with GPU truth.  RAPL tests point JOULES_POWERCAP_ROOT at a
 # fixture tree (tests/fixtures/powercap) themselves.
 os.environ["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "absent")
 os.environ.pop("JOULES_REGION", None)
+# Likewise the host's own GPU libraries: `--backend auto` opens every vendor's it finds, and a
+# test of one vendor's fake must not read a real GPU of another.  Each test names the fakes it
+# uses (fake_gpus, fake_amd, fake_intel).
+for _name in ("JOULES_AMDSMI_LIBRARY", "JOULES_ROCM_SMI_LIBRARY", "JOULES_LEVEL_ZERO_LIBRARY"):
+    os.environ[_name] = NO_LIBRARY
+for _name in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
+              "ZE_FLAT_DEVICE_HIERARCHY", "ZES_ENABLE_SYSMAN"):
+    os.environ.pop(_name, None)
 
 
 def joules(*args, env=None, input=None, timeout=60, **kw):
@@ -85,6 +98,43 @@ def fake_gpus(scenario, variant="full", epoch_before_s=10.0):
         "FAKE_NVML_EPOCH_NS": str(epoch_ns),
     }
     return env, epoch_ns
+
+
+def fake_amd(scenario, epoch_before_s=10.0, rocm_smi=False):
+    """Environment that points joules at the fake AMD SMI (or, with rocm_smi, the fake ROCm SMI
+    alone) with `scenario`, and at no NVML.  Returns (env, epoch_ns), as fake_gpus does."""
+    epoch_ns = time.monotonic_ns() - int(epoch_before_s * 1e9)
+    env = {
+        "JOULES_NVML_LIBRARY": NO_LIBRARY,
+        "JOULES_AMDSMI_LIBRARY": NO_LIBRARY if rocm_smi else str(FAKE_AMDSMI_DIR / "amdsmi" / "libamd_smi.so"),
+        "JOULES_ROCM_SMI_LIBRARY": str(FAKE_AMDSMI_DIR / "rocm_smi" / "librocm_smi64.so"),
+        "FAKE_AMDSMI_SCENARIO": json.dumps(scenario),
+        "FAKE_AMDSMI_EPOCH_NS": str(epoch_ns),
+    }
+    return env, epoch_ns
+
+
+def fake_intel(scenario, epoch_before_s=10.0, variant="full"):
+    """Environment that points joules at the fake Level Zero loader with `scenario`, and at no
+    NVML.  Returns (env, epoch_ns)."""
+    epoch_ns = time.monotonic_ns() - int(epoch_before_s * 1e9)
+    env = {
+        "JOULES_NVML_LIBRARY": NO_LIBRARY,
+        "JOULES_LEVEL_ZERO_LIBRARY": str(FAKE_ZE_DIR / variant / "libze_loader.so.1"),
+        "FAKE_ZE_SCENARIO": json.dumps(scenario),
+        "FAKE_ZE_EPOCH_NS": str(epoch_ns),
+    }
+    return env, epoch_ns
+
+
+def device_truth_j(device_spec, epoch_ns, start_mono_s, end_mono_s):
+    """Exact energy of one device of any fake's scenario between two CLOCK_MONOTONIC instants
+    (its `power` function; tests/fake_common/power.py)."""
+    import power  # tests/fake_common/power.py
+
+    d = power.PowerDevice(device_spec, 10**9)
+    epoch_s = epoch_ns / 1e9
+    return d.energy_j(end_mono_s - epoch_s) - d.energy_j(start_mono_s - epoch_s)
 
 
 def truth_j(scenario, device, epoch_ns, start_mono_s, end_mono_s):

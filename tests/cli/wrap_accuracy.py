@@ -1,10 +1,11 @@
-"""Per-step energy accuracy of `joules wrap` against the fake NVML's exact truth.
+"""Per-step energy accuracy of `joules wrap` against the fakes' exact truth.
 
-One function shared by the black-box tests (tests/cli/test_wrap_nvml.py) and the benchmark suite
-(bench/run): it runs a trainer-like child under `joules wrap` on GPUs whose power is piecewise
-constant on 20 ms segments drawn between 100 and 700 W, and compares the energy joules gives
-each step with the exact integral of the scenario's power between the instants the child wrote
-the step's line and the previous one (the child records them: --stamps).
+One function shared by the black-box tests (tests/cli/test_wrap_accuracy.py) and the benchmark
+suite (bench/run): it runs a trainer-like child under `joules wrap` on GPUs whose power is
+piecewise constant on 20 ms segments drawn between 100 and 700 W, and compares the energy joules
+gives each step with the exact integral of the scenario's power between the instants the child
+wrote the step's line and the previous one (the child records them: --stamps).  The GPUs are the
+fake NVML's, the fake AMD SMI's or the fake Level Zero loader's (`vendor`).
 """
 import json
 import os
@@ -18,7 +19,11 @@ import time
 
 HERE = pathlib.Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "fake_nvml"))
+sys.path.insert(0, str(HERE.parent / "fake_common"))
+import power  # noqa: E402  (tests/fake_common/power.py)
 import scenario as fake  # noqa: E402  (tests/fake_nvml/scenario.py)
+
+VENDORS = ("nvidia", "amd", "intel")
 
 PY_TRAINER = HERE / "children" / "py_trainer.py"
 
@@ -31,9 +36,35 @@ def random_power(seed, seconds, dt_s=0.02, low=100.0, high=700.0):
 
 
 def scenario(gpus, update_ms, seconds, seed=7, latency_us=0):
+    """A scenario every fake reads: power and an energy counter updated every update_ms."""
     return {"latency_us": latency_us,
             "devices": [{"power": random_power(seed * 1000 + i, seconds),
                          "energy_counter": {"update_ms": update_ms}} for i in range(gpus)]}
+
+
+def vendor_env(vendor, fake_nvml_dir, scenario_path, epoch_ns):
+    """The environment that points joules at one vendor's fake, and at no other GPU library."""
+    build = pathlib.Path(fake_nvml_dir).parent
+    none = str(HERE / "no-such-library.so")
+    env = {"JOULES_NVML_LIBRARY": none, "JOULES_AMDSMI_LIBRARY": none,
+           "JOULES_ROCM_SMI_LIBRARY": none, "JOULES_LEVEL_ZERO_LIBRARY": none}
+    if vendor == "nvidia":
+        env.update({"JOULES_NVML_LIBRARY": str(pathlib.Path(fake_nvml_dir) / "full" / "libnvidia-ml.so.1"),
+                    "FAKE_NVML_SCENARIO": str(scenario_path), "FAKE_NVML_EPOCH_NS": str(epoch_ns)})
+    elif vendor == "amd":
+        env.update({"JOULES_AMDSMI_LIBRARY": str(build / "fake_amdsmi" / "amdsmi" / "libamd_smi.so"),
+                    "FAKE_AMDSMI_SCENARIO": str(scenario_path), "FAKE_AMDSMI_EPOCH_NS": str(epoch_ns)})
+    else:
+        env.update({"JOULES_LEVEL_ZERO_LIBRARY": str(build / "fake_level_zero" / "full" / "libze_loader.so.1"),
+                    "FAKE_ZE_SCENARIO": str(scenario_path), "FAKE_ZE_EPOCH_NS": str(epoch_ns)})
+    return env
+
+
+def energy_functions(sc, vendor):
+    """E(t) of each device of `sc`, as the vendor's fake computes it."""
+    if vendor == "nvidia":
+        return [d.energy_j for d in fake.load(sc).devices]
+    return [power.PowerDevice(d, 10**9).energy_j for d in sc["devices"]]
 
 
 def percentile(values, p):
@@ -46,11 +77,13 @@ def percentile(values, p):
 
 
 def measure(joules_bin, fake_nvml_dir, child, *, gpus=2, update_ms=0, step_ms=100.0, steps=30,
-            seed=1, latency_us=0, epoch_before_s=10.0, extra_args=(), trainer=None):
+            seed=1, latency_us=0, epoch_before_s=10.0, extra_args=(), trainer=None,
+            vendor="nvidia"):
     """Runs one wrapped training run; returns a dict with the per-step relative errors (total of
     all GPUs per step), the per-GPU ones, and the run's record.
 
-    child: "python" (tests/cli/children/py_trainer.py) or "c" (the toy trainer, C stdio)."""
+    child: "python" (tests/cli/children/py_trainer.py) or "c" (the toy trainer, C stdio).
+    fake_nvml_dir: the build folder of the fake NVML; the other fakes are its siblings."""
     seconds = epoch_before_s + 1.0 + steps * step_ms * 1.5 / 1000.0 + 5.0
     sc = scenario(gpus, update_ms, seconds, seed=seed, latency_us=latency_us)
     with tempfile.TemporaryDirectory() as tmp:
@@ -64,25 +97,25 @@ def measure(joules_bin, fake_nvml_dir, child, *, gpus=2, update_ms=0, step_ms=10
             cmd = [str(trainer), *common]
         epoch_ns = time.monotonic_ns() - int(epoch_before_s * 1e9)
         env = dict(os.environ)
-        for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "JOULES_RUN_ID"):
+        for k in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "JOULES_RUN_ID",
+                  "ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK"):
             env.pop(k, None)
         # Through a file: a long run's scenario is over the kernel's 128 KiB limit for one
         # environment string (execve fails with E2BIG).
         scenario_path = tmp / "scenario.json"
         scenario_path.write_text(json.dumps(sc))
-        env.update({"JOULES_NVML_LIBRARY": str(pathlib.Path(fake_nvml_dir) / "full" / "libnvidia-ml.so.1"),
-                    "FAKE_NVML_SCENARIO": str(scenario_path), "FAKE_NVML_EPOCH_NS": str(epoch_ns)})
+        env.update(vendor_env(vendor, fake_nvml_dir, scenario_path, epoch_ns))
         r = subprocess.run([str(joules_bin), "wrap", "-q", "--no-inline", "--output", str(out),
                             *extra_args, "--", *cmd], env=env, capture_output=True, timeout=600)
         if r.returncode != 0:
             raise RuntimeError(f"joules wrap failed ({r.returncode}): {r.stderr.decode()}")
         stamps = [int(x) / 1e9 for x in stamps_path.read_text().split()]
         records = [json.loads(x) for x in out.read_text().splitlines()]
-    devices = fake.load(sc).devices
+    energy = energy_functions(sc, vendor)
     epoch_s = epoch_ns / 1e9
 
     def truth(d, a, b):
-        return devices[d].energy_j(b - epoch_s) - devices[d].energy_j(a - epoch_s)
+        return energy[d](b - epoch_s) - energy[d](a - epoch_s)
 
     errors, gpu_errors = [], []
     for rec in records:

@@ -14,7 +14,9 @@ using fake_nvml::reading_kind;
 
 nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long long* mj) {
   if (!d.energy_counter.supported) return kErrorNotSupported;
-  if (const nvmlReturn_t rc = d.faults.reading_status(reading_kind::energy, t); rc != kSuccess) {
+  if (const nvmlReturn_t rc =
+          static_cast<nvmlReturn_t>(d.faults.reading_status(reading_kind::energy, t, kSuccess));
+      rc != kSuccess) {
     return rc;
   }
   *mj = d.counter_mj(t);
@@ -24,7 +26,9 @@ nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long 
 nvmlReturn_t power_reading(const fake_nvml::device& d, const fake_nvml::reading_config& r, double t,
                            unsigned int* mw) {
   if (!r.supported) return kErrorNotSupported;
-  if (const nvmlReturn_t rc = d.faults.reading_status(reading_kind::power, t); rc != kSuccess) {
+  if (const nvmlReturn_t rc =
+          static_cast<nvmlReturn_t>(d.faults.reading_status(reading_kind::power, t, kSuccess));
+      rc != kSuccess) {
     return rc;
   }
   *mw = d.reading_mw(r, t);

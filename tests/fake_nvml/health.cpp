@@ -5,6 +5,9 @@
 
 #include "json_fields.hpp"
 
+using fake_gpu::json_fields;
+using fake_gpu::scenario_error;
+
 namespace fake_nvml {
 namespace {
 

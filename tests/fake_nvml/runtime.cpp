@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "fake_runtime.hpp"
 #include "json_fields.hpp"
 #include "nvml_exports.hpp"
 
@@ -47,19 +48,16 @@ std::atomic<unsigned int> g_device_threads{0};
 thread_local bool t_device_thread_counted = false;
 
 std::atomic<const scenario*> g_current{nullptr};
-std::atomic<long long> g_epoch_ns{0};
-std::atomic<const long long*> g_clock{nullptr};
 
 // Guarded by g_init_mutex.  Loaded scenarios are never freed (handles into them must stay
 // valid) and neither are these holders: a thread still calling NVML at exit must not find them
 // destroyed.  They stay reachable, so LeakSanitizer does not count them.
 std::mutex g_init_mutex;
 int g_refcount = 0;
-bool g_epoch_set = false;
 auto* g_loaded = new std::vector<std::unique_ptr<scenario>>();
 auto* g_last_text = new std::string();
 auto* g_last_error = new std::string();
-auto* g_clock_path = new std::string();
+auto* g_clock = new fake_gpu::scenario_clock("FAKE_NVML");
 
 // Scenario problems are explained on stderr once each (NVML itself only returns a code).
 void explain(const std::string& why) {
@@ -69,84 +67,10 @@ void explain(const std::string& why) {
                why.c_str());
 }
 
-long long monotonic_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<long long>(ts.tv_sec) * 1000000000LL + ts.tv_nsec;
-}
-
 driver_defaults defaults_for_level(int level) {
   if (level >= kLevelPowerFields) return {"570.86.15", "12.570.86.15", 12080};
   if (level >= 1100) return {"470.256.02", "11.470.256.02", 11040};
   return {"390.157", "9.390.157", 9010};
-}
-
-// The scenario text: FAKE_NVML_SCENARIO itself when it is JSON, else the file it names.
-bool scenario_text(std::string& text) {
-  const char* env = std::getenv("FAKE_NVML_SCENARIO");
-  if (env == nullptr || env[0] == '\0') {
-    explain("FAKE_NVML_SCENARIO is not set (a scenario file, or its JSON text)");
-    return false;
-  }
-  const char* p = env;
-  while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
-    ++p;
-  if (*p == '{') {
-    text = env;
-    return true;
-  }
-  // stdio rather than istreambuf_iterator, whose inlined code trips -Wnull-dereference at -O2.
-  std::FILE* in = std::fopen(env, "rb");
-  if (in == nullptr) {
-    explain(std::string("cannot read the scenario file ") + env);
-    return false;
-  }
-  text.clear();
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, in)) > 0;)
-    text.append(buf, n);
-  std::fclose(in);
-  return true;
-}
-
-// FAKE_NVML_CLOCK_FILE: 8 bytes holding scenario time in nanoseconds (int64, native order),
-// which tests write to step time exactly.  Mapped once per path and never unmapped.
-bool map_clock_file() {
-  const char* env = std::getenv("FAKE_NVML_CLOCK_FILE");
-  if (env == nullptr || env[0] == '\0') {
-    g_clock.store(nullptr, std::memory_order_release);
-    return true;
-  }
-  if (*g_clock_path == env && g_clock.load(std::memory_order_relaxed) != nullptr) return true;
-  const int fd = open(env, O_RDONLY | O_CLOEXEC);
-  void* map = fd < 0 ? MAP_FAILED : mmap(nullptr, 8, PROT_READ, MAP_SHARED, fd, 0);
-  if (fd >= 0) close(fd);
-  if (map == MAP_FAILED) {
-    explain(std::string("cannot map FAKE_NVML_CLOCK_FILE ") + env);
-    return false;
-  }
-  *g_clock_path = env;
-  g_clock.store(static_cast<const long long*>(map), std::memory_order_release);
-  return true;
-}
-
-bool set_epoch() {
-  const char* env = std::getenv("FAKE_NVML_EPOCH_NS");
-  if (env != nullptr && env[0] != '\0') {
-    char* end = nullptr;
-    errno = 0;
-    const long long v = std::strtoll(env, &end, 10);
-    if (errno != 0 || end == env || *end != '\0') {
-      explain(std::string("FAKE_NVML_EPOCH_NS is not an integer: ") + env);
-      return false;
-    }
-    g_epoch_ns.store(v, std::memory_order_relaxed);
-    g_epoch_set = true;
-  } else if (!g_epoch_set) {
-    g_epoch_ns.store(monotonic_ns(), std::memory_order_relaxed);
-    g_epoch_set = true;
-  }
-  return true;
 }
 
 void write_call_log() {
@@ -210,7 +134,11 @@ nv::nvmlReturn_t init() {
     return nv::kSuccess;
   }
   std::string text;
-  if (!scenario_text(text)) return nv::kErrorDriverNotLoaded;
+  std::string why;
+  if (!fake_gpu::scenario_text("FAKE_NVML", text, why)) {
+    explain(why);
+    return nv::kErrorDriverNotLoaded;
+  }
   // The same scenario text keeps its state (a power limit set earlier persists, as it does
   // across NVML sessions while the driver stays loaded); a new text starts afresh.
   if (g_loaded->empty() || text != *g_last_text) {
@@ -224,7 +152,10 @@ nv::nvmlReturn_t init() {
   }
   const scenario* s = g_loaded->back().get();
   if (s->init_error != nv::kSuccess) return s->init_error;
-  if (!set_epoch() || !map_clock_file()) return nv::kErrorDriverNotLoaded;
+  if (!g_clock->configure(why)) {
+    explain(why);
+    return nv::kErrorDriverNotLoaded;
+  }
   g_last_error->clear();
   g_current.store(s, std::memory_order_release);
   ++g_refcount;
@@ -240,30 +171,15 @@ nv::nvmlReturn_t shutdown() {
 }
 
 double now_s() {
-  if (const long long* clock = g_clock.load(std::memory_order_acquire); clock != nullptr) {
-    return static_cast<double>(__atomic_load_n(clock, __ATOMIC_RELAXED)) / 1e9;
-  }
-  return static_cast<double>(monotonic_ns() - g_epoch_ns.load(std::memory_order_relaxed)) / 1e9;
+  return g_clock->now_s();
 }
 
 long long realtime_us() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<long long>(ts.tv_sec) * 1000000LL + ts.tv_nsec / 1000;
+  return fake_gpu::realtime_us();
 }
 
 void sleep_us(unsigned int us) {
-  if (us == 0) return;
-  timespec until{};
-  clock_gettime(CLOCK_MONOTONIC, &until);
-  until.tv_sec += static_cast<time_t>(us / 1000000U);
-  until.tv_nsec += static_cast<long>(us % 1000000U) * 1000L;
-  if (until.tv_nsec >= 1000000000L) {
-    until.tv_sec += 1;
-    until.tv_nsec -= 1000000000L;
-  }
-  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &until, nullptr) == EINTR) {
-  }
+  fake_gpu::sleep_us(us);
 }
 
 api_call::api_call(fn f) : scenario_(nullptr) {

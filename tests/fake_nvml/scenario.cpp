@@ -1,5 +1,7 @@
 #include "scenario.hpp"
 
+#include "power_spec.hpp"
+
 #include <algorithm>
 #include <climits>
 #include <cmath>
@@ -9,10 +11,8 @@ namespace fake_nvml {
 
 unsigned long long device::counter_mj(double t) const {
   const counter_config& c = energy_counter;
-  double q = t;
-  if (c.update_s > 0.0) q = c.phase_s + std::floor((t - c.phase_s) / c.update_s) * c.update_s;
   // The counter starts at scenario time 0: before its first update it reads initial_mj.
-  q = std::max(q, 0.0);
+  const double q = fake_gpu::counter_instant(t, c.update_s, c.phase_s);
   const double r = faults.last_reset_before(q);
   if (r < 0.0) {
     const double mj = std::max(std::floor(1000.0 * power->energy_j(q)), 0.0);

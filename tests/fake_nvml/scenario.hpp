@@ -9,11 +9,18 @@
 #include <vector>
 
 #include "backends/nvml/nvml_abi.hpp"
-#include "faults.hpp"
 #include "health.hpp"
-#include "power_model.hpp"
+#include "json_fields.hpp"
+#include "nvml_errors.hpp"
+#include "power_model.hpp"  // tests/fake_common
 
 namespace fake_nvml {
+
+// The pieces every fake shares (tests/fake_common).
+using fake_gpu::json_fields;
+using fake_gpu::power_function;
+using fake_gpu::power_model;
+using fake_gpu::scenario_error;
 
 struct architecture {
   const char* name;

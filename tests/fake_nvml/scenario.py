@@ -1,8 +1,8 @@
 """Ground truth for the fake NVML: what libnvidia-ml.so.1 reports for a scenario, in Python.
 
 Loads the same scenario JSON (README.md) with the same defaults and computes, operation for
-operation as the C++ does (power_function.cpp, power_model.cpp, scenario.cpp), so that the
-doubles are bit-identical:
+operation as the C++ does (scenario.cpp, and tests/fake_common's power.py for what every fake
+shares), so that the doubles are bit-identical:
 
     s = load(path_or_json_text_or_dict)
     d = s.devices[0]
@@ -24,7 +24,13 @@ import bisect
 import json
 import math
 import os
+import pathlib
+import sys
 from typing import Any
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "fake_common"))
+from power import (PowerDevice, PowerFunction, counter_instant,  # noqa: E402  (tests/fake_common)
+                   round_half_away)
 
 __all__ = ["load", "Scenario", "Device", "PowerFunction", "time_s", "round_half_away"]
 
@@ -50,176 +56,6 @@ def time_s(ns: int) -> float:
     return ns / 1e9
 
 
-def round_half_away(x: float) -> int:
-    """std::llround: to nearest, halves away from zero (Python's round() goes to even)."""
-    f = math.floor(x)
-    if x >= 0:
-        return f + 1 if x - f >= 0.5 else f
-    c = math.ceil(x)
-    return c - 1 if c - x >= 0.5 else c
-
-
-class PowerFunction:
-    """P(t) and its exact integral; mirrors power_function.cpp."""
-
-    def __init__(self) -> None:
-        self.square = False
-        self.x: list[float] = []
-        self.a: list[float] = []
-        self.b: list[float] = []
-        self.prefix: list[float] = []
-        self.before = 0.0
-        self.after = 0.0
-        self.uniform = False
-        self.start = 0.0
-        self.dt = 1.0
-        self.low = self.high = 0.0
-        self.period, self.duty, self.phase = 1.0, 0.5, 0.0
-        self.primitive_at_zero = 0.0
-
-    @staticmethod
-    def constant(watts: float) -> "PowerFunction":
-        return PowerFunction.piecewise([0.0], [], [], watts, watts)
-
-    @staticmethod
-    def piecewise(x, a, b, before, after) -> "PowerFunction":
-        f = PowerFunction()
-        f.x, f.a, f.b = list(x), list(a), list(b)
-        f.before, f.after = before, after
-        f._finish()
-        return f
-
-    @staticmethod
-    def make_uniform(start: float, dt: float, watts) -> "PowerFunction":
-        x = [start + float(i) * dt for i in range(len(watts) + 1)]
-        f = PowerFunction.piecewise(x, watts, watts, watts[0], watts[-1])
-        f.uniform, f.start, f.dt = True, start, dt
-        return f
-
-    @staticmethod
-    def make_square(low, high, period, duty, phase) -> "PowerFunction":
-        f = PowerFunction()
-        f.square = True
-        f.low, f.high, f.period, f.duty, f.phase = low, high, period, duty, phase
-        f._finish()
-        return f
-
-    def _finish(self) -> None:
-        if not self.square:
-            self.prefix = [0.0] * len(self.x)
-            for i in range(len(self.x) - 1):
-                self.prefix[i + 1] = (
-                    self.prefix[i] + (self.x[i + 1] - self.x[i]) * (self.a[i] + self.b[i]) / 2.0
-                )
-        self.primitive_at_zero = self._primitive(0.0)
-
-    def _interval(self, t: float) -> int:
-        intervals = len(self.x) - 1
-        if self.uniform:
-            i = math.floor((t - self.start) / self.dt)
-            if i < 0:
-                return -1
-            return intervals if i >= intervals else i
-        return min(bisect.bisect_right(self.x, t) - 1, intervals)
-
-    def watts(self, t: float) -> float:
-        if self.square:
-            u = (t - self.phase) / self.period
-            f = u - math.floor(u)
-            return self.high if f < self.duty else self.low
-        i = self._interval(t)
-        if i < 0:
-            return self.before
-        if i + 1 >= len(self.x):
-            return self.after
-        x, a, b = self.x, self.a, self.b
-        return a[i] + (b[i] - a[i]) * (t - x[i]) / (x[i + 1] - x[i])
-
-    def _primitive(self, t: float) -> float:
-        if self.square:
-            u = (t - self.phase) / self.period
-            k = float(math.floor(u))
-            f = u - k
-            per_period = self.duty * self.high + (1.0 - self.duty) * self.low
-            if f < self.duty:
-                part = f * self.high
-            else:
-                part = self.duty * self.high + (f - self.duty) * self.low
-            return self.period * (k * per_period + part)
-        i = self._interval(t)
-        x, a, b = self.x, self.a, self.b
-        if i < 0:
-            return (t - x[0]) * self.before
-        if i + 1 >= len(x):
-            return self.prefix[i] + (t - x[i]) * self.after
-        p = a[i] + (b[i] - a[i]) * (t - x[i]) / (x[i + 1] - x[i])
-        return self.prefix[i] + (t - x[i]) * (a[i] + p) / 2.0
-
-    def energy_j(self, t: float) -> float:
-        return self._primitive(t) - self.primitive_at_zero
-
-    def clamped(self, limit_w: float) -> "PowerFunction":
-        lim = limit_w
-        if self.square:
-            return PowerFunction.make_square(
-                min(self.low, lim), min(self.high, lim), self.period, self.duty, self.phase
-            )
-        if self.uniform:
-            return PowerFunction.make_uniform(self.start, self.dt, [min(w, lim) for w in self.a])
-        x, a, b = [self.x[0]], [], []
-
-        def push(left, right, end):
-            a.append(left)
-            b.append(right)
-            x.append(end)
-
-        for i in range(len(self.x) - 1):
-            ai, bi, x0, x1 = self.a[i], self.b[i], self.x[i], self.x[i + 1]
-            if ai <= lim and bi <= lim:
-                push(ai, bi, x1)
-            elif ai >= lim and bi >= lim:
-                push(lim, lim, x1)
-            else:
-                xc = min(max(x0 + (lim - ai) * (x1 - x0) / (bi - ai), x0), x1)
-                if ai < lim:
-                    push(ai, lim, xc)
-                    push(lim, lim, x1)
-                else:
-                    push(lim, lim, xc)
-                    push(lim, bi, x1)
-        return PowerFunction.piecewise(x, a, b, min(self.before, lim), min(self.after, lim))
-
-
-def _power_function(spec: dict) -> PowerFunction:
-    kind = spec.get("type", "constant")
-    if kind == "constant":
-        return PowerFunction.constant(float(spec.get("watts", 100.0)))
-    if kind in ("steps", "linear"):
-        ts = [float(p[0]) for p in spec["points"]]
-        ws = [float(p[1]) for p in spec["points"]]
-        a = ws[:-1]
-        b = ws[:-1] if kind == "steps" else ws[1:]
-        return PowerFunction.piecewise(ts, a, b, ws[0], ws[-1])
-    if kind == "segments":
-        return PowerFunction.make_uniform(
-            float(spec.get("start_s", 0.0)), float(spec["dt_s"]), [float(w) for w in spec["watts"]]
-        )
-    if kind == "square":
-        return PowerFunction.make_square(
-            float(spec.get("low_w", 0.0)),
-            float(spec.get("high_w", 0.0)),
-            float(spec.get("period_s", 1.0)),
-            float(spec.get("duty", 0.5)),
-            float(spec.get("phase_s", 0.0)),
-        )
-    raise ValueError(f"unknown power type {kind!r}")
-
-
-class _Epoch:
-    def __init__(self, start_s: float, base_j: float, limit_w: float, fn: PowerFunction):
-        self.start_s, self.base_j, self.limit_w, self.fn = start_s, base_j, limit_w, fn
-
-
 class _Reading:
     def __init__(self, supported: bool, window_s: float, update_s: float):
         self.supported, self.window_s, self.update_s = supported, window_s, update_s
@@ -239,7 +75,7 @@ def _mw(watts: float) -> int:
     return round_half_away(watts * 1000.0)
 
 
-class Device:
+class Device(PowerDevice):
     """One device of a scenario; mirrors device (scenario.cpp) and power_model.cpp."""
 
     def __init__(self, spec: dict, index: int, top_latency_us: int):
@@ -275,13 +111,7 @@ class Device:
         current = lim.get("current_w")
         self.limit_mw = _mw(float(current)) if current is not None else self.default_limit_mw
 
-        power = spec.get("power", {"type": "constant", "watts": 100.0})
-        self.base = _power_function(power)
-        self.clamp = bool(power.get("clamp_to_limit", False))
-        self.epochs: list[_Epoch] = []
-        if self.clamp:
-            limit_w = self.limit_mw / 1000.0
-            self.epochs.append(_Epoch(0.0, 0.0, limit_w, self.base.clamped(limit_w)))
+        PowerDevice.__init__(self, spec, self.limit_mw)
 
         faults = spec.get("faults", [])
         self.lost_at_s = min(
@@ -294,43 +124,10 @@ class Device:
         self.processes = list(spec.get("processes", []))
         self.mig = spec.get("mig", {})
 
-    # -- P and E -------------------------------------------------------------------------------
-
-    def _epoch(self, t: float) -> _Epoch:
-        starts = [e.start_s for e in self.epochs[1:]]
-        return self.epochs[bisect.bisect_right(starts, t)]
-
-    def watts(self, t: float) -> float:
-        if not self.clamp:
-            return self.base.watts(t)
-        return self._epoch(t).fn.watts(t)
-
-    def energy_j(self, t: float) -> float:
-        if not self.clamp:
-            return self.base.energy_j(t)
-        e = self._epoch(t)
-        return e.base_j + (e.fn.energy_j(t) - e.fn.energy_j(e.start_s))
-
-    def set_power_limit(self, t: float, limit_mw: int) -> None:
-        """Mirror a successful nvmlDeviceSetPowerManagementLimit made at scenario time t."""
-        if not self.clamp:
-            self.limit_mw = limit_mw
-            return
-        if limit_mw == self.limit_mw:
-            return
-        start = max(t, self.epochs[-1].start_s)
-        limit_w = limit_mw / 1000.0
-        self.epochs.append(_Epoch(start, self.energy_j(start), limit_w, self.base.clamped(limit_w)))
-        self.limit_mw = limit_mw
-
     # -- what the library reports --------------------------------------------------------------
 
     def counter_mj(self, t: float) -> int:
-        q = t
-        if self.counter_update_s > 0.0:
-            u, ph = self.counter_update_s, self.counter_phase_s
-            q = ph + float(math.floor((t - ph) / u)) * u
-        q = max(q, 0.0)
+        q = counter_instant(t, self.counter_update_s, self.counter_phase_s)
         i = bisect.bisect_right(self.counter_resets_s, q)
         if i == 0:
             return self.initial_mj + max(math.floor(1000.0 * self.energy_j(q)), 0)

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "json_fields.hpp"
+#include "power_spec.hpp"
 #include "scenario.hpp"
 
 namespace fake_nvml {
@@ -69,60 +70,6 @@ nvmlReturn_t error_code(json_fields& f, const std::string& key) {
   return code;
 }
 
-// [[t, w], ...] with t ascending and w >= 0.
-void read_points(json_fields& f, std::vector<double>& ts, std::vector<double>& ws) {
-  const json& points = f.at("points");
-  if (!points.is_array() || points.empty()) f.fail("points", "must be a non-empty array");
-  for (const json& p : points) {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-      f.fail("points", "must hold [t_s, watts] pairs");
-    }
-    const double t = p[0].get<double>(), w = p[1].get<double>();
-    if (!std::isfinite(t) || !std::isfinite(w) || w < 0.0) f.fail("points", "has a bad value");
-    if (!ts.empty() && t < ts.back()) f.fail("points", "must be in ascending time order");
-    ts.push_back(t);
-    ws.push_back(w);
-  }
-}
-
-power_function parse_power_function(json_fields& f) {
-  const std::string type = f.string("type", "constant");
-  if (type == "constant") return power_function::constant(f.non_negative("watts", 100.0));
-  if (type == "steps" || type == "linear") {
-    std::vector<double> ts, ws;
-    read_points(f, ts, ws);
-    std::vector<double> a, b;
-    for (std::size_t i = 0; i + 1 < ts.size(); ++i) {
-      a.push_back(ws[i]);
-      b.push_back(type == "steps" ? ws[i] : ws[i + 1]);
-    }
-    const double before = ws.front(), after = ws.back();
-    return power_function::piecewise(std::move(ts), std::move(a), std::move(b), before, after);
-  }
-  if (type == "segments") {
-    const double start = f.number("start_s", 0.0);
-    const double dt = f.number("dt_s", 0.0);
-    if (dt <= 0.0) f.fail("dt_s", "must be positive");
-    const json& watts = f.at("watts");
-    if (!watts.is_array() || watts.empty()) f.fail("watts", "must be a non-empty array");
-    std::vector<double> ws;
-    for (const json& w : watts) {
-      if (!w.is_number() || !(w.get<double>() >= 0.0)) f.fail("watts", "must hold watts >= 0");
-      ws.push_back(w.get<double>());
-    }
-    return power_function::uniform(start, dt, std::move(ws));
-  }
-  if (type == "square") {
-    const double period = f.number("period_s", 1.0);
-    const double duty = f.number("duty", 0.5);
-    if (period <= 0.0) f.fail("period_s", "must be positive");
-    if (duty < 0.0 || duty > 1.0) f.fail("duty", "must lie in [0, 1]");
-    return power_function::square(f.non_negative("low_w", 0.0), f.non_negative("high_w", 0.0),
-                                  period, duty, f.number("phase_s", 0.0));
-  }
-  f.fail("type", "must be constant, steps, segments, linear or square, not " + type);
-}
-
 reading_config parse_reading(json_fields& dev, const std::string& key, reading_config r) {
   if (!dev.has(key)) return r;
   json_fields f(dev.at(key), dev.sub(key));
@@ -131,45 +78,6 @@ reading_config parse_reading(json_fields& dev, const std::string& key, reading_c
   r.update_s = f.non_negative("update_ms", r.update_s * 1000.0) / 1000.0;
   f.finish();
   return r;
-}
-
-void parse_faults(json_fields& dev, fault_set& faults) {
-  if (!dev.has("faults")) return;
-  const json& list = dev.at("faults");
-  if (!list.is_array()) dev.fail("faults", "must be an array");
-  for (std::size_t i = 0; i < list.size(); ++i) {
-    json_fields f(list[i], dev.sub("faults") + "[" + std::to_string(i) + "]");
-    if (!f.has("at_s")) f.fail("at_s", "is required");
-    const double at = f.non_negative("at_s", 0.0);
-    const double until = f.number("until_s", kForever);
-    if (until <= at) f.fail("until_s", "must be after at_s");
-    const std::string kind = f.string("kind", "");
-    if (kind == "lost") {
-      faults.lost_at_s = std::min(faults.lost_at_s, at);
-    } else if (kind == "counter_reset") {
-      faults.counter_resets_s.push_back(at);
-    } else if (kind == "not_supported" || kind == "error") {
-      fault_set::status_window w{at, until, false, false, nv::kErrorNotSupported};
-      const std::string what = f.string("what", "all");
-      if (what != "energy" && what != "power" && what != "all") {
-        f.fail("what", "must be energy, power or all");
-      }
-      w.energy = what != "power";
-      w.power = what != "energy";
-      if (kind == "error") {
-        if (!f.has("code")) f.fail("code", "is required for an error fault");
-        w.code = error_code(f, "code");
-      }
-      faults.statuses.push_back(w);
-    } else if (kind == "latency") {
-      if (!f.has("latency_us")) f.fail("latency_us", "is required for a latency fault");
-      faults.latencies.push_back({at, until, to_uint(f, "latency_us", 0)});
-    } else {
-      f.fail("kind", "must be lost, counter_reset, not_supported, error or latency");
-    }
-    f.finish();
-  }
-  std::sort(faults.counter_resets_s.begin(), faults.counter_resets_s.end());
 }
 
 std::vector<process> parse_processes(json_fields& f, const std::string& key) {
@@ -353,16 +261,10 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
     l.finish();
   }
 
-  bool clamp = false;
-  power_function base = power_function::constant(100.0);
-  if (f.has("power")) {
-    json_fields p(f.at("power"), f.sub("power"));
-    base = parse_power_function(p);
-    clamp = p.boolean("clamp_to_limit", false);
-    p.finish();
-  }
-  d.power = std::make_unique<power_model>(std::move(base), clamp, current_mw);
-  parse_faults(f, d.faults);
+  d.power = fake_gpu::parse_power(f, current_mw);
+  fake_gpu::parse_faults(
+      f, d.faults, nv::kErrorNotSupported,
+      [](json_fields& fl, const std::string& key) -> long long { return error_code(fl, key); });
   d.compute_processes = parse_processes(f, "processes");
   d.graphics_processes = parse_processes(f, "graphics_processes");
   if (f.has("health")) d.health = parse_health(f.at("health"), f.sub("health"));

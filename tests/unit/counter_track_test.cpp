@@ -125,3 +125,47 @@ TEST(CounterTrack, TrimmingKeepsWhatInterpolationNeeds) {
 
 }  // namespace
 }  // namespace joules
+
+namespace joules {
+namespace {
+
+// AMD's accumulator and Level Zero's µJ counter: 64 bits, so that a wrap is a decrease modulo
+// 2^64 (set_wrap(0, ...)).
+TEST(CounterTrack64, AWrapAt2To64IsCountedExactlyInCountsOfTheUnit) {
+  counter_track c;
+  c.set_wrap(0, 5000.0);
+  c.set_unit_uj(1e6 / 65536.0);  // AMD: 2^-16 J a count
+  c.set_continuous();
+  const std::uint64_t start = ~std::uint64_t{0} - 65536 * 3;  // 3 J before the top
+  c.add_counts(0.0, start, std::nullopt);
+  c.add_counts(0.5, start + 65536, std::nullopt);  // 1 J
+  c.add_counts(1.0, 65536 * 2 - 1, std::nullopt);  // wrapped: 4 J more, 5 J in all
+  EXPECT_EQ(c.wraps(), 1);
+  EXPECT_EQ(c.resets(), 0);
+  EXPECT_EQ(c.last_energy_j(), 5.0);
+}
+
+TEST(CounterTrack64, ADecreaseNoPowerCouldExplainIsAResetNotAWrap) {
+  counter_track c;
+  c.set_wrap(0, 5000.0);
+  c.set_continuous();
+  c.add_uj(0.0, 900'000'000'000ULL, std::nullopt);  // 900 kJ since the driver loaded
+  c.add_uj(0.1, 900'000'050'000ULL, std::nullopt);
+  // A driver reload: the counter starts again from 0; 2^64 - 9e11 µJ in 0.1 s is no wrap.
+  EXPECT_TRUE(c.add_uj(0.2, 20'000, 300.0));
+  EXPECT_EQ(c.wraps(), 0);
+  EXPECT_EQ(c.resets(), 1);
+}
+
+TEST(CounterTrack64, CountsOfAUnitTurnIntoJoulesOnce) {
+  counter_track c;
+  c.set_unit_uj(15.625);
+  c.set_continuous();
+  c.add_counts(0.0, 1'000'000, std::nullopt);
+  c.add_counts(1.0, 1'064'000, std::nullopt);  // 64000 counts of 15.625 µJ: exactly 1 J
+  EXPECT_EQ(c.last_energy_j(), 1.0);
+  EXPECT_EQ(*c.energy_at(1.0, std::nullopt), 1.0);
+}
+
+}  // namespace
+}  // namespace joules

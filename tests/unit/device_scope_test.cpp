@@ -134,3 +134,113 @@ TEST(DeviceScope, NvidiaVisibleDevices) {
 
 }  // namespace
 }  // namespace joules
+
+namespace joules {
+namespace {
+
+// A node of two NVIDIA GPUs, two AMD ones (amd-smi numbers the first 0 and the four partitions of
+// the second 1-4) and two Intel cards of two stacks each.
+std::vector<device_info> mixed() {
+  std::vector<device_info> d(6);
+  for (unsigned i = 0; i < 2; ++i) {
+    d[i].vendor = "nvidia";
+    d[i].index = i;
+    d[i].uuid = "GPU-aaaaaaaa-0000-4000-8000-00000000000" + std::to_string(i);
+  }
+  d[2].vendor = "amd";
+  d[2].index = 0;
+  d[2].uuid = "00ff74a1-0000-1000-8000-000000000000";
+  d[2].aliases = {"GPU-4b8ab6c15fd9e300"};
+  d[3].vendor = "amd";
+  d[3].index = 1;
+  d[3].uuid = "01ff74a1-0000-1000-8000-000000000001";
+  d[3].partition_indices = {1, 2, 3, 4};
+  for (unsigned i = 0; i < 2; ++i) {
+    d[4 + i].vendor = "intel";
+    d[4 + i].index = i;
+    d[4 + i].uuid = "86000000-0000-0000-0000-00000000000" + std::to_string(i);
+    d[4 + i].partition_indices = {2 * i, 2 * i + 1};
+  }
+  return d;
+}
+
+std::vector<std::size_t> pick_mixed(const scope_request& r) {
+  return select_devices(mixed(), r, mig_parent_fn{}).devices;
+}
+
+TEST(VendorScope, EachVendorsVariablesChooseItsGpusOnly) {
+  scope_request r;
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{0, 1, 2, 3, 4, 5}));
+  r.cuda_visible_devices = "1";
+  r.rocr_visible_devices = "3";  // a partition of the second AMD GPU
+  r.ze_affinity_mask = "3";      // FLAT: the second card's second stack
+  const auto s = select_devices(mixed(), r, mig_parent_fn{});
+  EXPECT_EQ(s.devices, (std::vector<std::size_t>{1, 3, 5}));
+  EXPECT_EQ(s.source, "CUDA_VISIBLE_DEVICES, ROCR_VISIBLE_DEVICES, ZE_AFFINITY_MASK");
+  EXPECT_EQ(s.value, "CUDA_VISIBLE_DEVICES=1 ROCR_VISIBLE_DEVICES=3 ZE_AFFINITY_MASK=3");
+}
+
+TEST(VendorScope, HipNumbersWhatRocrLeftAndReadsCudaVisibleDevicesOnlyWithoutNvidia) {
+  scope_request r;
+  r.rocr_visible_devices = "GPU-4b8ab6c15fd9e300,2";  // ROCr's UUID of GPU 0, partition 2
+  r.hip_visible_devices = "1";
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{0, 1, 3, 4, 5}));
+  // AMD alone: HIP takes CUDA_VISIBLE_DEVICES as its own.
+  auto amd_only = mixed();
+  amd_only.erase(amd_only.begin(), amd_only.begin() + 2);
+  amd_only.resize(2);
+  scope_request q;
+  q.cuda_visible_devices = "1";
+  EXPECT_EQ(select_devices(amd_only, q, mig_parent_fn{}).devices, (std::vector<std::size_t>{1}));
+  q.cuda_visible_devices = "GPU-00ff74a1-0000-1000-8000-000000000000";  // ROCr's spelling
+  EXPECT_EQ(select_devices(amd_only, q, mig_parent_fn{}).devices, (std::vector<std::size_t>{0}));
+}
+
+TEST(VendorScope, ZeAffinityMaskUnderEachHierarchy) {
+  scope_request r;
+  r.ze_affinity_mask = "1";
+  r.ze_flat_device_hierarchy = "COMPOSITE";
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{0, 1, 2, 3, 5}));
+  r.ze_affinity_mask = "0.1";
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{0, 1, 2, 3, 4}));
+  r.ze_flat_device_hierarchy.reset();  // FLAT: N.M means nothing there
+  const auto s = select_devices(mixed(), r, mig_parent_fn{});
+  EXPECT_EQ(s.devices, (std::vector<std::size_t>{0, 1, 2, 3}));
+  ASSERT_EQ(s.notes.size(), 1U);
+}
+
+TEST(VendorScope, GpusTakesVendorIndexOnANodeOfSeveralVendors) {
+  scope_request r;
+  r.gpus = "amd:4,intel:1,nvidia:0";
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{3, 5, 0}));
+  r.gpus = "01ff74a1-0000";  // a UUID prefix of at least 8 characters
+  EXPECT_EQ(pick_mixed(r), (std::vector<std::size_t>{3}));
+  r.gpus = "0";
+  try {
+    (void)pick_mixed(r);
+    ADD_FAILURE() << "a bare index on a node of several vendors";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("nvidia:0, nvidia:1, amd:0, amd:1, intel:0, intel:1"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+TEST(VendorScope, NoVendorLeavingAGpuIsAnErrorAboutTheVariable) {
+  scope_request r;
+  auto amd_only = mixed();
+  amd_only.erase(amd_only.begin(), amd_only.begin() + 2);
+  amd_only.resize(2);
+  r.rocr_visible_devices = "7";
+  try {
+    (void)select_devices(amd_only, r, mig_parent_fn{});
+    ADD_FAILURE() << "no error";
+  } catch (const usage_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ROCR_VISIBLE_DEVICES='7' lets this job use no GPU"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace joules

@@ -480,8 +480,8 @@ TEST(CpuBackend, DevicesOfATreeAndTheirCounters) {
   EXPECT_EQ(b.devices()[2].kind, device_kind::dram);
   EXPECT_EQ(b.devices()[2].uuid, "intel-rapl:0:0");
   EXPECT_EQ(b.devices()[0].method(), energy_method::counter);
-  EXPECT_EQ(b.devices()[0].wrap->modulus_uj, kIntelRange + 61);
-  EXPECT_EQ(b.devices()[2].wrap->modulus_uj, 65712999629ULL);  // server DRAM: 15.3 µJ units
+  EXPECT_EQ(b.devices()[0].wrap->modulus, kIntelRange + 61);
+  EXPECT_EQ(b.devices()[2].wrap->modulus, 65712999629ULL);  // server DRAM: 15.3 µJ units
   const auto r = b.read(1, read_what::all);
   EXPECT_EQ(r.status, read_status::ok);
   EXPECT_EQ(*r.energy_uj, 200000000U);

@@ -94,7 +94,7 @@ device_reading script::answer(std::size_t i, double t) const {
   const double scale = d.energy_uj ? 1e6 : 1e3;
   std::uint64_t raw = static_cast<std::uint64_t>(std::floor(e * scale + 1e-6));
   if (!reset) raw += d.counter_start;
-  if (d.info.wrap) raw %= d.info.wrap->modulus_uj;
+  if (d.info.wrap) raw %= d.info.wrap->modulus;
   if (d.energy_uj) {
     r.energy_uj = raw;
   } else {

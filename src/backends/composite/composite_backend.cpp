@@ -2,44 +2,59 @@
 
 namespace joules {
 
-composite_backend::composite_backend(std::unique_ptr<backend> gpus, std::unique_ptr<backend> cpus)
+composite_backend::composite_backend(std::vector<std::unique_ptr<backend>> gpus,
+                                     std::unique_ptr<backend> cpus)
     : gpus_(std::move(gpus)), cpus_(std::move(cpus)) {
-  if (gpus_) {
-    meta_ = gpus_->meta();
-    devices_ = gpus_->devices();
-    notices_ = gpus_->notices();
-    components_ = gpus_->components();
-  } else {
+  if (gpus_.size() == 1) {
+    meta_ = gpus_.front()->meta();
+  } else if (!gpus_.empty()) {
+    // Several vendors: the name says which ("nvml+amdsmi"); each keeps its own library,
+    // driver and versions in `parts`, and the fields of the first one stand for the whole.
+    meta_ = gpus_.front()->meta();
+    meta_.parts.clear();
+    std::string name;
+    for (const auto& g : gpus_) {
+      name += (name.empty() ? "" : "+") + g->meta().backend;
+      meta_.parts.push_back(g->meta());
+    }
+    meta_.backend = name;
+  } else if (cpus_) {
     meta_ = cpus_->meta();
   }
-  gpu_count_ = devices_.size();
-  devices_.insert(devices_.end(), cpus_->devices().begin(), cpus_->devices().end());
-  notices_.insert(notices_.end(), cpus_->notices().begin(), cpus_->notices().end());
-  components_.insert(components_.end(), cpus_->components().begin(), cpus_->components().end());
+  for (const auto& g : gpus_)
+    add(*g);
+  if (cpus_) add(*cpus_);
 }
 
-std::pair<backend*, std::size_t> composite_backend::locate(std::size_t i) {
-  if (i < gpu_count_) return {gpus_.get(), i};
-  return {cpus_.get(), i - gpu_count_};
+void composite_backend::add(backend& b) {
+  for (std::size_t k = 0; k < b.devices().size(); ++k) {
+    devices_.push_back(b.devices()[k]);
+    slots_.push_back(slot{&b, k});
+  }
+  notices_.insert(notices_.end(), b.notices().begin(), b.notices().end());
+  components_.insert(components_.end(), b.components().begin(), b.components().end());
 }
 
 device_reading composite_backend::read(std::size_t i, read_what what) {
-  const auto [b, k] = locate(i);
-  return b->read(k, what);
+  const slot& s = slots_[i];
+  return s.owner->read(s.index, what);
 }
 
 health_reading composite_backend::read_health(std::size_t i) {
-  const auto [b, k] = locate(i);
-  return b->read_health(k);
+  const slot& s = slots_[i];
+  return s.owner->read_health(s.index);
 }
 
 device_capabilities composite_backend::probe_capabilities(std::size_t i) {
-  const auto [b, k] = locate(i);
-  return b->probe_capabilities(k);
+  const slot& s = slots_[i];
+  return s.owner->probe_capabilities(s.index);
 }
 
 std::optional<std::string> composite_backend::parent_of_mig(std::string_view mig_uuid) {
-  return gpus_ ? gpus_->parent_of_mig(mig_uuid) : std::nullopt;
+  for (const auto& g : gpus_) {
+    if (auto parent = g->parent_of_mig(mig_uuid)) return parent;
+  }
+  return std::nullopt;
 }
 
 }  // namespace joules

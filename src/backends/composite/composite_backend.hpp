@@ -1,11 +1,14 @@
 #pragma once
-// The GPUs of one backend (NVML or sim) and the CPU and DRAM of another (src/backends/rapl) as one
-// device list, GPUs first, so that the sampler reads them all on its one thread.  Meta data and MIG
-// questions are the GPU backend's; the notices and component statuses of both are kept.
+// The GPUs of one or more backends (NVML, AMD SMI, Level Zero, or the simulated ones) and the
+// CPU and DRAM of another (src/backends/rapl) as one device list, GPUs first and in the order
+// the GPU backends are given, so that the sampler reads them all on its one thread.  Each device
+// keeps its backend's key (UUID, else PCI bus id) and vendor; the meta of every GPU backend is
+// kept in meta().parts, and MIG questions go to each GPU backend in turn.
 //
 // Thread-safety: as for every backend.
 
 #include <memory>
+#include <vector>
 
 #include "backends/backend.hpp"
 
@@ -13,8 +16,9 @@ namespace joules {
 
 class composite_backend final : public backend {
  public:
-  // `gpus` may be null (--components without gpu); `cpus` may not.
-  composite_backend(std::unique_ptr<backend> gpus, std::unique_ptr<backend> cpus);
+  // `gpus` may be empty (--components without gpu); `cpus` may be null when `gpus` is not
+  // empty.
+  composite_backend(std::vector<std::unique_ptr<backend>> gpus, std::unique_ptr<backend> cpus);
 
   const backend_meta& meta() const override { return meta_; }
   const std::vector<device_info>& devices() const override { return devices_; }
@@ -24,12 +28,16 @@ class composite_backend final : public backend {
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override;
 
  private:
-  // The backend of device i and its index there.
-  std::pair<backend*, std::size_t> locate(std::size_t i);
+  struct slot {
+    backend* owner;
+    std::size_t index;  // the device's index within its backend
+  };
 
-  std::unique_ptr<backend> gpus_;
+  void add(backend& b);
+
+  std::vector<std::unique_ptr<backend>> gpus_;
   std::unique_ptr<backend> cpus_;
-  std::size_t gpu_count_ = 0;
+  std::vector<slot> slots_;
   backend_meta meta_;
   std::vector<device_info> devices_;
 };

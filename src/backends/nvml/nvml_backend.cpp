@@ -276,6 +276,7 @@ class nvml_backend final : public backend {
     // had from one nvmlDeviceGetFieldValues call is asked for in one.  The index is the one the
     // handle was asked for (nvmlDeviceGetIndex would answer the same).
     info.index = index;
+    info.vendor = "nvidia";
     char buf[kDeviceUuidBufferSize] = {};
     if (fn.nvmlDeviceGetName != nullptr && fn.nvmlDeviceGetName(h, buf, sizeof buf) == kSuccess) {
       info.name = buf;

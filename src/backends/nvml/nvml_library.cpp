@@ -1,34 +1,11 @@
 #include "backends/nvml/nvml_library.hpp"
 
-#include <dlfcn.h>
 #include <fmt/format.h>
-#include <link.h>
 
-#include <cstdlib>
-
+#include "backends/dynamic_library.hpp"
 #include "util/error.hpp"
 
 namespace joules::nvml {
-namespace {
-
-// The real library path behind a dlopen handle, for `doctor` and session records.
-std::string loaded_path(void* handle, const std::string& fallback) {
-  link_map* map = nullptr;
-  if (dlinfo(handle, RTLD_DI_LINKMAP, &map) == 0 && map != nullptr && map->l_name != nullptr &&
-      map->l_name[0] != '\0') {
-    return map->l_name;
-  }
-  return fallback;
-}
-
-template <class Fn>
-void resolve(void* handle, const char* name, Fn& slot, int& found) {
-  // POSIX guarantees that a dlsym result converts to a function pointer.
-  slot = reinterpret_cast<Fn>(dlsym(handle, name));
-  if (slot != nullptr) ++found;
-}
-
-}  // namespace
 
 int library::known_symbol_count() {
   int n = 0;
@@ -39,25 +16,17 @@ int library::known_symbol_count() {
 }
 
 std::unique_ptr<library> library::open(const std::string& path) {
-  std::string file = path;
-  if (file.empty()) {
-    const char* env = std::getenv("JOULES_NVML_LIBRARY");
-    file = (env != nullptr && env[0] != '\0') ? env : kDefaultName;
-  }
-  // RTLD_LOCAL keeps NVML's symbols out of the global namespace of the process.
-  void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
-  if (handle == nullptr) {
-    const char* why = dlerror();
-    throw fatal_error(fmt::format(
-        "cannot load the NVIDIA management library {} ({}); is the NVIDIA driver installed? "
-        "Set JOULES_NVML_LIBRARY to its path, or try joules with --backend sim",
-        file, why != nullptr ? why : "unknown reason"));
-  }
+  const loaded_library loaded =
+      load_library(path, "JOULES_NVML_LIBRARY", {kDefaultName}, "the NVIDIA management library",
+                   "is the NVIDIA driver installed? Set JOULES_NVML_LIBRARY to its path, or try "
+                   "joules with --backend sim");
+  void* handle = loaded.handle;
   std::unique_ptr<library> lib(new library());
   lib->handle_ = handle;
-  lib->path_ = loaded_path(handle, file);
+  lib->path_ = loaded.path;
   int found = 0;
-#define JOULES_NVML_FN(level, ret, name, params) resolve(handle, #name, lib->fn_.name, found);
+#define JOULES_NVML_FN(level, ret, name, params) \
+  resolve_symbol(handle, #name, lib->fn_.name, found);
 #include "backends/nvml/nvml_symbols.def"
 #undef JOULES_NVML_FN
   lib->symbol_count_ = found;

@@ -105,6 +105,8 @@ class sim_backend final : public backend {
       d.pci_bus_id = fmt::format("00000000:{:02X}:00.0", 0x18 + i);
       d.name = std::string(model.name);
       d.architecture = std::string(model.architecture);
+      // The models are NVIDIA boards; a name of one's own (--sim-tdp) is labelled the same.
+      d.vendor = "nvidia";
       d.has_energy_counter = true;
       d.power = power_source::model;
       d.power_limit = watts{tdp_w};

@@ -184,6 +184,29 @@ bool throttle_active(const clock_events& e, std::size_t reason) {
   return on[reason];
 }
 
+}  // namespace
+
+label_set gpu_labels_of(const device_info& d) {
+  label_set l{{"gpu", std::to_string(d.index)}, {"uuid", d.key()}, {"model", d.name}};
+  // The vendor tells a node's NVIDIA 0 from its AMD 0 (their UUIDs do too).
+  if (!d.vendor.empty()) l.add("vendor", d.vendor);
+  return l;
+}
+
+namespace {
+
+// The driver of a GPU's vendor: a node of several vendors has one library (and driver) each.
+std::string driver_of(const backend_meta& meta, std::string_view vendor) {
+  if (meta.parts.empty()) return meta.driver_version;
+  for (const auto& p : meta.parts) {
+    const bool amd = p.backend == "amdsmi" || p.backend == "rocm_smi";
+    if ((vendor == "nvidia" && (p.backend == "nvml" || p.backend == "sim")) ||
+        (vendor == "amd" && amd) || (vendor == "intel" && p.backend == "levelzero"))
+      return p.driver_version;
+  }
+  return {};
+}
+
 label_set user_part(const label_set& base) {
   label_set out;
   for (const auto& l : base.labels()) {
@@ -253,11 +276,10 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
       gpus_.push_back(std::move(g));
       continue;
     }
-    g.labels = joined(
-        label_set{{"gpu", std::to_string(d.index)}, {"uuid", d.key()}, {"model", d.name}}, base);
+    g.labels = joined(gpu_labels_of(d), base);
     g.info = g.labels.with("pci_bus_id", d.pci_bus_id)
                  .with("architecture", d.architecture)
-                 .with("driver_version", meta.driver_version);
+                 .with("driver_version", driver_of(meta, d.vendor));
     for (const auto reason : kThrottleReasons)
       g.throttle.push_back(g.labels.with("reason", reason));
     for (const auto* type : {"corrected", "uncorrected"}) {
@@ -268,7 +290,8 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
       g.retired.push_back(g.labels.with("cause", cause));
     for (const auto* type : {"correctable", "uncorrectable"})
       g.remapped.push_back(g.labels.with("type", type));
-    if (dcgm_compat) {
+    // dcgm-exporter's names are NVIDIA's: other vendors' GPUs have joules' series only.
+    if (dcgm_compat && is_nvidia(d)) {
       // dcgm-exporter's line template (docs/nvml-notes.md §10.2), then the user's labels.  The host
       // is `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
       // that dashboards for either version select on it.
@@ -322,7 +345,7 @@ void gpu_metrics::fill(const sampler_snapshot& snap) {
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));
       remapped_->add_if_known(g.remapped[1], known(hr.remapped_rows_uncorrected));
     }
-    if (!dcgm_.empty()) fill_dcgm(info, d, g.dcgm);
+    if (!dcgm_.empty() && !g.dcgm.labels().empty()) fill_dcgm(info, d, g.dcgm);
   }
 }
 

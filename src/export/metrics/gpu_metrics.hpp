@@ -22,11 +22,15 @@
 
 namespace joules::exporter {
 
+// A GPU's own labels on every series about it: `gpu` (its index), `uuid`, `model`, and `vendor`
+// when the backend knows it.
+label_set gpu_labels_of(const device_info& d);
+
 class gpu_metrics {
  public:
   // Registers the families on `e`.  `devices` are the sampled ones, in snapshot order; `base`
   // holds the labels every series carries (hostname and user labels), written after the GPU's
-  // own `gpu`, `uuid`, `model`.
+  // own (gpu_labels_of).
   gpu_metrics(exposition& e, std::vector<device_info> devices, const label_set& base,
               const backend_meta& meta, bool dcgm_compat);
 

@@ -18,8 +18,8 @@ namespace joules::exporter {
 // `job` and `instance`, which Prometheus attaches to every scraped series and would otherwise
 // rename to `exported_job`/`exported_instance`; `le` and `quantile`, which histograms and
 // summaries reserve.
-inline constexpr std::array<std::string_view, 14> kBuiltinLabelNames = {
-    "run_id",   "hostname",  "gpu",        "uuid", "model",    "device", "UUID",
+inline constexpr std::array<std::string_view, 15> kBuiltinLabelNames = {
+    "run_id",   "hostname",  "gpu",        "uuid", "model",    "vendor", "device",  "UUID",
     "Hostname", "modelName", "pci_bus_id", "job",  "instance", "le",     "quantile"};
 
 // The prefix a user label that clashes with a built-in gets: `gpu` becomes `label_gpu`.

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string>
 
+#include "export/metrics/gpu_metrics.hpp"
+
 namespace joules::exporter {
 namespace {
 
@@ -92,7 +94,7 @@ run_families::run_families(exposition& e, std::vector<device_info> devices, cons
 
   info_labels_ = base_.with("subcommand", subcommand);
   for (const auto& d : devices_) {
-    label_set g{{"gpu", std::to_string(d.index)}, {"uuid", d.key()}, {"model", d.name}};
+    label_set g = gpu_labels_of(d);
     for (const auto& l : base_.labels())
       g.add(l.name, l.value);
     gpu_.push_back(std::move(g));

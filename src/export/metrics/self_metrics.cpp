@@ -10,7 +10,9 @@ self_metrics::self_metrics(exposition& per_reading, exposition& per_scrape, cons
   build_ = base_.with("version", JOULES_VERSION)
                .with("backend", meta.backend)
                .with("driver_version", meta.driver_version)
-               .with("nvml_version", meta.library_version);
+               .with("nvml_version", find_part(meta, "nvml") != nullptr
+                                         ? find_part(meta, "nvml")->library_version
+                                         : std::string());
   up_ = &per_scrape.add_family("joules_up",
                                "1 when joules is reading every GPU: its latest readings are fresh "
                                "and no GPU is lost.",

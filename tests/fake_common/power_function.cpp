@@ -4,7 +4,7 @@
 #include <cmath>
 #include <utility>
 
-namespace fake_nvml {
+namespace fake_gpu {
 
 power_function power_function::constant(double watts) {
   return piecewise({0.0}, {}, {}, watts, watts);
@@ -142,4 +142,4 @@ power_function power_function::clamped(double limit_w) const {
                    std::min(after_, l));
 }
 
-}  // namespace fake_nvml
+}  // namespace fake_gpu

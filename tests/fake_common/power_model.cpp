@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <utility>
 
-namespace fake_nvml {
+namespace fake_gpu {
 
 power_model::power_model(power_function base, bool clamp_to_limit, unsigned int initial_limit_mw)
     : base_(std::move(base)), clamp_(clamp_to_limit), limit_mw_(initial_limit_mw) {
@@ -56,4 +56,4 @@ bool power_model::set_limit(double t, unsigned int limit_mw) {
   return true;
 }
 
-}  // namespace fake_nvml
+}  // namespace fake_gpu

@@ -10,7 +10,7 @@
 #include <stdexcept>
 #include <string>
 
-namespace fake_nvml {
+namespace fake_gpu {
 
 struct scenario_error : std::runtime_error {
   using std::runtime_error::runtime_error;
@@ -82,4 +82,4 @@ class json_fields {
   std::set<std::string> used_;
 };
 
-}  // namespace fake_nvml
+}  // namespace fake_gpu

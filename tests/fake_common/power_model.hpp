@@ -1,8 +1,8 @@
 #pragma once
 // P(t) and E(t) of one device, including `clamp_to_limit`: the draw is capped at the power limit
-// in force at t, and a limit set through nvmlDeviceSetPowerManagementLimit takes effect at the
-// moment of the call.  E(t) stays exact: each limit starts an epoch with its own clamped
-// function, and E(t) = E(start of epoch) + the clamped function's integral since then.
+// in force at t, and a limit set through a fake's call (nvmlDeviceSetPowerManagementLimit) takes
+// effect at the moment of the call.  E(t) stays exact: each limit starts an epoch with its own
+// clamped function, and E(t) = E(start of epoch) + the clamped function's integral since then.
 //
 // Thread-safety: readers take no lock.  Epochs live in a fixed array and are published by a
 // release store of the count; set_limit serialises writers with a mutex.  Nothing is allocated
@@ -15,7 +15,7 @@
 
 #include "power_function.hpp"
 
-namespace fake_nvml {
+namespace fake_gpu {
 
 class power_model {
  public:
@@ -53,4 +53,4 @@ class power_model {
   std::mutex set_mutex_;
 };
 
-}  // namespace fake_nvml
+}  // namespace fake_gpu

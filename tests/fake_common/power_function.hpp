@@ -6,13 +6,13 @@
 // P(t) or the integral is a binary search (or an O(1) index for uniform segments) plus a few
 // flops: joules' CPU cost is measured with this library in-process.
 //
-// tests/fake_nvml/scenario.py repeats every formula here operation for operation, so that Python
+// tests/fake_common/power.py repeats every formula here operation for operation, so that Python
 // and C++ produce the same doubles; change both together.
 
 #include <cstddef>
 #include <vector>
 
-namespace fake_nvml {
+namespace fake_gpu {
 
 class power_function {
  public:
@@ -60,4 +60,4 @@ class power_function {
   double primitive_at_zero_ = 0.0;
 };
 
-}  // namespace fake_nvml
+}  // namespace fake_gpu

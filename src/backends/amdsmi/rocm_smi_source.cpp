@@ -1,0 +1,189 @@
+// ROCm SMI as the AMD backend's source, for ROCm stacks without AMD SMI.  Its calls take a device
+// index and return scalars, so no struct layout is involved; power is in µW, temperatures in
+// millidegrees Celsius (rocm_smi.h).
+
+#include <fmt/format.h>
+
+#include <array>
+
+#include "backends/amdsmi/amd_source.hpp"
+
+namespace joules::amd {
+namespace {
+
+outcome classify(rsmi_status_t rc) {
+  if (rc == kRsmiSuccess) return outcome::ok;
+  if (rc == kRsmiNotSupported || rc == kRsmiNotYetImplemented) return outcome::not_supported;
+  if (rc == kRsmiNotFound) return outcome::lost;
+  return outcome::failed;
+}
+
+std::optional<double> micro(std::uint64_t uw) {
+  if (uw == 0 || uw > 1'000'000'000'000ULL) return std::nullopt;
+  return static_cast<double>(uw) / 1e6;
+}
+
+class rocm_smi_source final : public source {
+ public:
+  explicit rocm_smi_source(const library& lib) : fn_(lib.rsmi()) {}
+
+  std::vector<processor_info> processors() override {
+    std::vector<processor_info> out;
+    std::uint32_t n = 0;
+    if (fn_.rsmi_num_monitor_devices(&n) != kRsmiSuccess) return out;
+    for (std::uint32_t i = 0; i < n; ++i) {
+      processor_info info;
+      std::uint64_t v = 0;
+      if (fn_.rsmi_dev_pci_id_get != nullptr && fn_.rsmi_dev_pci_id_get(i, &v) == kRsmiSuccess)
+        info.pci = from_rsmi_bdfid(v);
+      if (fn_.rsmi_dev_unique_id_get != nullptr &&
+          fn_.rsmi_dev_unique_id_get(i, &v) == kRsmiSuccess && v != 0) {
+        info.unique_id = fmt::format("{:016x}", v);
+        // ROCm SMI has no UUID of its own: ROCr's, built from the unique id, is the key.
+        info.uuid = "GPU-" + *info.unique_id;
+      }
+      std::array<char, 256> name{};
+      if (fn_.rsmi_dev_name_get != nullptr &&
+          fn_.rsmi_dev_name_get(i, name.data(), name.size()) == kRsmiSuccess) {
+        name.back() = '\0';
+        info.name = name.data();
+      }
+      std::uint32_t partition = 0;
+      if (fn_.rsmi_dev_partition_id_get != nullptr &&
+          fn_.rsmi_dev_partition_id_get(i, &partition) == kRsmiSuccess) {
+        info.partition_id = partition;
+      }
+      out.push_back(std::move(info));
+    }
+    switches_.resize(out.size());
+    return out;
+  }
+
+  std::string driver_version() override { return {}; }  // not among the calls joules makes
+
+  outcome energy(std::size_t p, energy_count& out, std::uint32_t& code) override {
+    if (fn_.rsmi_dev_energy_count_get == nullptr) return outcome::not_supported;
+    code =
+        fn_.rsmi_dev_energy_count_get(index(p), &out.counts, &out.resolution_uj, &out.timestamp_ns);
+    return classify(code);
+  }
+
+  outcome power(std::size_t p, power_source kind, double& watts, std::uint32_t& code) override {
+    std::uint64_t uw = 0;
+    if (fn_.rsmi_dev_power_get != nullptr) {
+      rsmi_power_type_t type = kRsmiAveragePower;
+      code = fn_.rsmi_dev_power_get(index(p), &uw, &type);
+      const rsmi_power_type_t want =
+          kind == power_source::socket_current ? kRsmiCurrentPower : kRsmiAveragePower;
+      if (code == kRsmiSuccess && type != want) return outcome::not_supported;
+    } else if (fn_.rsmi_dev_power_ave_get != nullptr && kind == power_source::socket_average) {
+      code = fn_.rsmi_dev_power_ave_get(index(p), 0, &uw);
+    } else {
+      return outcome::not_supported;
+    }
+    const outcome o = classify(code);
+    if (o == outcome::ok) watts = static_cast<double>(uw) / 1e6;
+    return o;
+  }
+
+  power_source probe_power(std::size_t p) override {
+    std::uint64_t uw = 0;
+    if (fn_.rsmi_dev_power_get != nullptr) {
+      rsmi_power_type_t type = kRsmiAveragePower;
+      if (fn_.rsmi_dev_power_get(index(p), &uw, &type) != kRsmiSuccess) return power_source::none;
+      return type == kRsmiCurrentPower ? power_source::socket_current
+                                       : power_source::socket_average;
+    }
+    if (fn_.rsmi_dev_power_ave_get != nullptr &&
+        fn_.rsmi_dev_power_ave_get(index(p), 0, &uw) == kRsmiSuccess) {
+      return power_source::socket_average;
+    }
+    return power_source::none;
+  }
+
+  power_caps caps(std::size_t p) override {
+    power_caps c;
+    std::uint64_t v = 0;
+    std::uint64_t lo = 0;
+    if (fn_.rsmi_dev_power_cap_get != nullptr &&
+        fn_.rsmi_dev_power_cap_get(index(p), 0, &v) == kRsmiSuccess)
+      c.limit_w = micro(v);
+    if (fn_.rsmi_dev_power_cap_default_get != nullptr &&
+        fn_.rsmi_dev_power_cap_default_get(index(p), &v) == kRsmiSuccess)
+      c.default_w = micro(v);
+    if (fn_.rsmi_dev_power_cap_range_get != nullptr &&
+        fn_.rsmi_dev_power_cap_range_get(index(p), 0, &v, &lo) == kRsmiSuccess) {
+      c.max_w = micro(v);
+      c.min_w = micro(lo);
+    }
+    return c;
+  }
+
+  health_reading health(std::size_t p) override {
+    using hs = health_switches;
+    health_reading h;
+    health_switches& sw = switches_[p];
+    const std::uint32_t i = index(p);
+    std::uint32_t pct = 0;
+    if (sw.ask(hs::activity) && fn_.rsmi_dev_busy_percent_get != nullptr) {
+      const bool ok = fn_.rsmi_dev_busy_percent_get(i, &pct) == kRsmiSuccess;
+      sw.settle(hs::activity, ok);
+      if (ok && pct <= 100) h.gpu_util_percent = pct;
+    } else {
+      sw.off(hs::activity);
+    }
+    std::uint64_t total = 0;
+    std::uint64_t used = 0;
+    if (sw.ask(hs::memory) && fn_.rsmi_dev_memory_total_get != nullptr &&
+        fn_.rsmi_dev_memory_usage_get != nullptr) {
+      const bool ok = fn_.rsmi_dev_memory_total_get(i, kRsmiMemTypeVram, &total) == kRsmiSuccess &&
+                      fn_.rsmi_dev_memory_usage_get(i, kRsmiMemTypeVram, &used) == kRsmiSuccess;
+      sw.settle(hs::memory, ok);
+      if (ok) {
+        h.memory_total_bytes = total;  // bytes, unlike AMD SMI's MB
+        h.memory_used_bytes = used;
+      }
+    } else {
+      sw.off(hs::memory);
+    }
+    if (fn_.rsmi_dev_temp_metric_get != nullptr) {
+      auto temp = [&](std::uint32_t sensor) -> std::optional<double> {
+        std::int64_t mc = 0;
+        if (fn_.rsmi_dev_temp_metric_get(i, sensor, kRsmiTempCurrent, &mc) != kRsmiSuccess)
+          return std::nullopt;
+        return static_cast<double>(mc) / 1000.0;
+      };
+      if (sw.ask(hs::temperature)) {
+        auto t = temp(kRsmiTempJunction);
+        if (!t) t = temp(kRsmiTempEdge);
+        sw.settle(hs::temperature, t.has_value());
+        h.temperature_c = t;
+      }
+      if (sw.ask(hs::memory_temperature)) {
+        h.memory_temperature_c = temp(kRsmiTempMemory);
+        sw.settle(hs::memory_temperature, h.memory_temperature_c.has_value());
+      }
+    }
+    for (auto r : {hs::thresholds, hs::clocks, hs::ecc, hs::pcie, hs::violations})
+      sw.off(r);  // not read through ROCm SMI (docs/amd-notes.md §4)
+    return h;
+  }
+
+  std::vector<std::string> health_supported(std::size_t p) const override {
+    return switches_[p].supported();
+  }
+
+ private:
+  static std::uint32_t index(std::size_t p) { return static_cast<std::uint32_t>(p); }
+
+  const rsmi_entry_points& fn_;
+  std::vector<health_switches> switches_;
+};
+
+}  // namespace
+
+std::unique_ptr<source> make_rocm_smi_source(const library& lib) {
+  return std::make_unique<rocm_smi_source>(lib);
+}
+
+}  // namespace joules::amd
