@@ -214,7 +214,7 @@ int wrap_loop::run() {
           "joules: note: the command writes to a pseudo-terminal, so each step line arrives when "
           "it is printed (NO_COLOR=1 asks it not to colour its output); --no-pty gives it pipes, "
           "where C, C++ and Rust trainers hold their lines back and step times come late (see "
-          "docs/step-formats.md)\n",
+          "README.md, Energy per training step)\n",
           steady::now());
     }
   }
