@@ -24,6 +24,9 @@ struct match {
   // The number of epochs of the run, when the line says it (a Keras epoch header, a rich
   // Lightning bar, a printed configuration).
   std::optional<std::uint64_t> epochs;
+  // The counter went back because a new epoch began; `step` is already global (learnt
+  // counters, steps/counter_learner.hpp).
+  bool epoch_rollover = false;
   std::string_view phase;         // phase_begin / phase_end: "eval", "checkpoint"
   std::string_view format;        // set also on lines of kind none that a format recognised
   std::string_view metrics_text;  // the part of the line that holds metrics; empty: none
@@ -39,6 +42,8 @@ struct format_state {
   // Keras: the epoch of the last "Epoch 3/10" header (0-based) and the training bar's total.
   std::optional<std::uint64_t> keras_epoch;
   std::optional<std::uint64_t> keras_total;
+  // YOLO-style table rows: whether their epochs count from 0 or 1 (the first row says).
+  std::optional<std::uint64_t> row_epoch_base;
   // OLMo and Composer print a step header, then one metric per indented line.
   std::string_view metric_block;  // the format whose metric lines may follow
 };

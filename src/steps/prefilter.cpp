@@ -11,10 +11,13 @@ namespace {
 // The words, lower case, by their first letter.  "val" covers valid, validation, val_loss;
 // "sav" saving, saved, save; "num_u" fairseq's num_updates; "acc" the ImageNet example's
 // "* Acc@1"; "tttg"/"ttp:" parameter-golf's test-time training; "eta" Detectron2's lines;
-// "loss" llama2.c's "490 | loss 5.75 | ...".
-constexpr std::array<std::string_view, 17> kWords = {
-    "step",  "iter", "infer", "epoch", "eval", "eta",   "val",  "sav",        "test",
-    "train", "tttg", "ttp:",  "batch", "acc",  "num_u", "loss", "samples/sec"};
+// "loss" llama2.c's "490 | loss 5.75 | ..."; "snap"/"checkp" checkpoints (Caffe's
+// "Snapshotting to", "Checkpoint at step"); "resum"/"restor" resumes, which the learnt counters
+// must see even without a number (steps/counter_learner.hpp).
+constexpr std::array<std::string_view, 21> kWords = {
+    "step",  "iter", "infer",       "epoch", "eval",   "eta",   "val",
+    "sav",   "test", "train",       "tttg",  "ttp:",   "batch", "acc",
+    "num_u", "loss", "samples/sec", "snap",  "checkp", "resum", "restor"};
 
 enum : std::uint8_t {
   kPlain = 0,

@@ -1,9 +1,11 @@
 #pragma once
-// A fast test that rejects the lines no format can match, before the parser strips prefixes
-// and tries every format: most lines of a training log (and all of a chatty data loader's) are
-// not steps.  It only ever says "maybe" too often, never "no" for a line the parser would make
-// anything of, so the parser's results are the same with it as without it
-// (tests/steps/step_corpus_test.cpp runs both over the corpus and compares every line).
+// A fast test that rejects the lines no built-in format can match, before the parser strips
+// prefixes and tries every format: most lines of a training log (and all of a chatty data
+// loader's) are not steps.  It only ever says "maybe" too often, never "no" for a line a
+// built-in format would make anything of, so the parser's results are the same with it as
+// without it (tests/steps/step_corpus_test.cpp runs both over the corpus and compares every
+// line).  A line it rejects that holds a digit still goes to the learnt counters
+// (steps/counter_learner.hpp); one without a digit is done with.
 //
 // Why that holds: every format, phase, metric-only line and epoch statement the parser knows
 // needs one of the words listed in prefilter.cpp at the start of a word (after a byte that is
