@@ -34,7 +34,15 @@ const std::vector<option_spec>& steps_options() {
        "'^it (\\d+) of (?<total>\\d+)'. Tried before the built-in formats.",
        "", true},
       {"json", 0, "", "Print one JSON object per line (and a summary object) instead of text."},
+      {"rule-off", 0, "NAME",
+       "Read the log without the built-in format rule NAME (a format name, e.g. keras, "
+       "hf_trainer): what the general mechanism makes of a trainer on its own.",
+       "", true},
       {"only-steps", 0, "", "Print only the lines that are steps or start or end a phase."},
+      {"explain", 0, "",
+       "Say for each line why it is or is not a step: the rule or the learnt counter that read it, "
+       "from which field of which template (the line's text with numbers as #), or why not. "
+       "With --json, a \"why\" field."},
       {"help", 'h', "", "Print this help and exit."},
   };
   return options;
@@ -66,7 +74,8 @@ std::string_view event_of(const steps::parsed_line& p) {
   return p.format.empty() ? "-" : "not-a-step";
 }
 
-void append_text(std::string& out, std::uint64_t n, const steps::parsed_line& p) {
+void append_text(std::string& out, std::uint64_t n, const steps::parsed_line& p,
+                 const std::string* why) {
   const bool step = p.kind == steps::line_kind::step;
   std::string event(event_of(p));
   if (!p.phase.empty()) event = p.phase + " " + event;
@@ -83,9 +92,11 @@ void append_text(std::string& out, std::uint64_t n, const steps::parsed_line& p)
   while (!out.empty() && out.back() == ' ')
     out.pop_back();
   out += '\n';
+  if (why != nullptr) fmt::format_to(std::back_inserter(out), "{:>7}  why: {}\n", "", *why);
 }
 
-void append_json(std::string& out, std::uint64_t n, const steps::parsed_line& p) {
+void append_json(std::string& out, std::uint64_t n, const steps::parsed_line& p,
+                 const std::string* why) {
   json_writer w;
   w.begin_object().field("type", "line").field("line", n).field("kind", steps::to_string(p.kind));
   if (p.kind == steps::line_kind::step) {
@@ -99,7 +110,9 @@ void append_json(std::string& out, std::uint64_t n, const steps::parsed_line& p)
   w.key("metrics").begin_object();
   for (const auto& m : p.metrics)
     w.field(m.name, m.value);
-  w.end_object().end_object();
+  w.end_object();
+  if (why != nullptr) w.field("why", *why);
+  w.end_object();
   out += w.str();
   out += '\n';
 }
@@ -161,12 +174,14 @@ const command_spec& steps_spec() {
       "each line, what `joules wrap` would make of it: the line number, the step found (or -), "
       "the total, the steps since the previous step line (0: the same step again), the event "
       "(step, repeat, restart, eval begins, checkpoint ends, metrics, not-a-step, -), the format "
-      "that recognised it, and the metrics parsed, in SI units. A summary line ends the output. "
-      "Formats and rules: docs/step-formats.md.",
+      "that recognised it (a built-in rule, custom, or learnt: a counter the general mechanism "
+      "learnt from the log), and the metrics parsed, in SI units. --explain adds why, line by "
+      "line. A summary line ends the output. Formats and rules: docs/step-formats.md.",
       steps_options(),
       positional_kind::files,
       "joules steps train.log\n"
       "python train.py 2>&1 | tee train.log | joules steps --only-steps\n"
+      "joules steps --explain train.log | less\n"
       "joules steps --step-regex '^it (\\d+)/(?<total>\\d+)' --json train.log"};
   return spec;
 }
@@ -177,7 +192,20 @@ int steps_main(const parsed_args& args) {
     throw usage_error(
         fmt::format("joules steps reads one log, not {}; see joules steps --help", files.size()));
   }
-  steps::step_parser parser(args.all("step-regex"));
+  steps::parser_options options;
+  options.custom = args.all("step-regex");
+  for (const auto& name : args.all("rule-off")) {
+    const auto r = steps::rule_of_format(name);
+    if (!r) {
+      std::string names;
+      for (std::size_t i = 0; i < steps::kRuleCount; ++i)
+        names +=
+            fmt::format("{}{}", i == 0 ? "" : ", ", steps::rule_name(static_cast<steps::rule>(i)));
+      throw usage_error(fmt::format("--rule-off {}: no such rule; the rules are {}", name, names));
+    }
+    options.rules.disable(*r);
+  }
+  steps::step_parser parser(std::move(options));
   const std::string path = files.empty() ? "-" : files.front();
   std::FILE* in = stdin;
   std::unique_ptr<std::FILE, int (*)(std::FILE*)> owned(nullptr, std::fclose);
@@ -192,6 +220,8 @@ int steps_main(const parsed_args& args) {
   }
   const bool json = args.has("json");
   const bool only_steps = args.has("only-steps");
+  const bool explain = args.has("explain");
+  std::string why;
   summary sum;
   std::string out;
   if (!json) {
@@ -200,10 +230,11 @@ int steps_main(const parsed_args& args) {
   }
   std::string line;
   auto emit = [&] {
-    const steps::parsed_line p = parser.parse(line);
+    const steps::parsed_line p = explain ? parser.parse(line, why) : parser.parse(line);
     count(sum, p);
     if (!only_steps || p.kind != steps::line_kind::none) {
-      json ? append_json(out, sum.lines, p) : append_text(out, sum.lines, p);
+      const std::string* w = explain ? &why : nullptr;
+      json ? append_json(out, sum.lines, p, w) : append_text(out, sum.lines, p, w);
     }
     if (out.size() >= kFlushAt) write_out(out);
     line.clear();
