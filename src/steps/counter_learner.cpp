@@ -141,18 +141,21 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   }
   const line_fields& f = header ? named : fields;
   if (f.resume) resume_pending_ = true;
+  // Only templates with a candidate counter are remembered: most lines of a log have numbers
+  // and none of them counts steps.
   template_state scratch;
   template_state* t = &scratch;
-  if (const auto it = templates_.find(f.template_hash); it != templates_.end()) {
-    t = &it->second;
-  } else if (templates_.size() < kMaxTemplates) {
-    t = &templates_[f.template_hash];
-  }
+  const auto it = templates_.find(f.template_hash);
+  if (it != templates_.end()) t = &it->second;
   ++t->lines;
   const bool moved = t->lines > 1 && f.value_hash != t->value_hash;
   t->value_hash = f.value_hash;
 
   const choice c = choose(message, f, *t);
+  if (it == templates_.end() && c.counter != nullptr && c.score > 0 &&
+      templates_.size() < kMaxTemplates) {
+    t = &templates_.emplace(f.template_hash, scratch).first->second;
+  }
 
   // Results of an evaluation: tagged so ("[valid]", "Validation-accuracy=", "Test set:"), or
   // valued for evaluation only, with no counter ahead of the run's step.
@@ -281,7 +284,8 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   m.epoch_rollover = rolled;
   m.format = "learnt";
   m.metrics_text = message;
-  m.style = style_of(message);
+  if (!t->style) t->style = style_of(message);  // a template prints its metrics one way
+  m.style = *t->style;
   if (why) {
     const char* how = t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
                       : step_row(f, cf)         ? "a row that names the step"

@@ -77,6 +77,7 @@ class counter_learner {
     bool counter_is_global = false;  // it did not go back when the epoch changed
     std::optional<std::uint64_t> last_total;
     std::optional<std::uint64_t> deferred_since;  // the run's step when it was held back
+    std::optional<metric_style> style;            // how its metrics are printed (once known)
   };
 
   struct choice {

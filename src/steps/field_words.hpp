@@ -38,6 +38,7 @@ enum class word_class : std::uint8_t {
   resume,      // resume, resuming, restored, restart, ...
   results,     // results
   other_loop,  // downloading, map, filter, tokenizing, fetching, ... (data preparation)
+  top,         // Lightning's "'val_loss' was not in top 1"
 };
 word_class class_of_word(std::string_view w);
 

@@ -89,6 +89,10 @@ bool bar_count(std::string_view s, std::size_t start, std::size_t end) {
 struct scanner {
   std::string_view s;
   line_fields& out;
+  // Only to learn whether the message may hold a counter (may_hold_counter): no template, no
+  // description, and done at the first field that could count.
+  bool light = false;
+  bool counts = false;
   std::uint8_t ints = 0;
   bool space = false;
   // The message's words, for its description.
@@ -99,6 +103,9 @@ struct scanner {
   bool eval_pending = false;  // such a name, until its value ("eval_loss": null has none)
   bool train_word = false;
   bool results = false;
+  bool top_word = false;
+  std::size_t first_word = 0;
+  std::size_t words = 0;
   word_class prev_word = word_class::none;
   char prev_sep = ' ';
 
@@ -145,6 +152,9 @@ struct scanner {
       case word_class::other_loop:
         out.other_loop = true;
         break;
+      case word_class::top:
+        top_word = true;
+        break;
       case word_class::none:
         break;
     }
@@ -156,6 +166,7 @@ struct scanner {
     const std::uint8_t index = ints++;
     if (out.count >= line_fields::kMaxFields) return;
     field& f = out.fields[out.count++];
+    f = field{};
     f.value = value;
     f.total = total;
     f.pos = static_cast<std::uint16_t>(std::min<std::size_t>(start, 0xffff));
@@ -200,6 +211,10 @@ struct scanner {
     } else if (bracket) {
       f.place = field_place::bracket;
     }
+    // What the learner could take (counter_learner.cpp, score_of) or needs (an epoch).
+    counts = counts || f.role == field_role::step || f.role == field_role::global ||
+             f.role == field_role::epoch ||
+             (f.key.empty() && f.place != field_place::other && f.place != field_place::keyed);
     // "Epoch  1, 12900/37527", "Train Epoch: 0 [ 64/109468 (0%)]": a counter right after the
     // epoch is that epoch's batch (or sample) count.
     if (f.role == field_role::none && f.key.empty() && out.count >= 2) {
@@ -341,13 +356,30 @@ struct scanner {
   }
 
   void run() {
-    out = line_fields{};
+    out.count = 0;
+    if (light) {
+      first_word = s.find_first_not_of(" \t|[");
+    } else {
+      out = line_fields{};
+    }
     out.template_hash = kFnvBasis;
     out.value_hash = kFnvBasis;
     const std::size_t n = s.size();
     std::size_t i = 0;
     while (i < n) {
+      if (light && counts) return;
       const char c = s[i];
+      if (light && is_alpha(c)) {
+        std::size_t e = i;
+        while (e < n && (is_alpha(s[e]) || (is_digit(s[e]) && e > i)))
+          ++e;
+        // A resume says so in words; an evaluation's results may open with one.
+        if ((c == 'r' || c == 'R') && class_of_word(s.substr(i, e - i)) == word_class::resume)
+          counts = true;
+        if (i == first_word && class_of_word(s.substr(i, e - i)) == word_class::eval) counts = true;
+        i = e;
+        continue;
+      }
       if (is_digit(c)) {
         // Digits inside a name ("loss_x16", "mAP50", "b782") are part of the name.
         if (i > 0 && (is_alpha(s[i - 1]) || s[i - 1] == '_')) {
@@ -365,6 +397,17 @@ struct scanner {
         while (e < n && (is_alpha(s[e]) || (is_digit(s[e]) && e > i)))
           ++e;
         word(s.substr(i, e - i), prev_sep);
+        // "[valid]" (Marian), "valid on 'valid' subset" (fairseq), and a message that opens
+        // with an evaluation word ("Validation-accuracy", "Test set:", "eval step 100"): the
+        // line reports an evaluation.
+        if (prev_word == word_class::eval) {
+          const std::string_view w = s.substr(i, e - i);
+          if (words == 0 || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
+              (eq_ci(w, "valid") && s.substr(e, 3) == " on")) {
+            out.eval_tag = true;
+          }
+        }
+        ++words;
         for (std::size_t k = i; k < e; ++k)
           mix(out.template_hash, s[k]);
         i = e;
@@ -450,6 +493,13 @@ struct scanner {
 void read_fields(std::string_view message, line_fields& out) {
   scanner sc{message, out};
   sc.run();
+}
+
+bool may_hold_counter(std::string_view message, line_fields& scratch) {
+  scanner sc{message, scratch};
+  sc.light = true;
+  sc.run();
+  return sc.counts;
 }
 
 std::string template_text(std::string_view message) {

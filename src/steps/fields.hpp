@@ -78,6 +78,12 @@ struct line_fields {
 // fields; the template covers the whole message.
 void read_fields(std::string_view message, line_fields& out);
 
+// Whether `message` may hold a step counter, an epoch, a resume or an evaluation's results:
+// a whole number named or placed as counters are, or a first word of evaluation.  Much cheaper
+// than read_fields (no template, no description, done at the first such number): most lines of
+// a log have numbers and nothing that counts steps.  `scratch` is overwritten.
+bool may_hold_counter(std::string_view message, line_fields& scratch);
+
 // The template of `message` as text, numbers as '#' (what --explain shows).
 std::string template_text(std::string_view message);
 

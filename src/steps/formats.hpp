@@ -57,7 +57,8 @@ bool match_llm(std::string_view body, format_state& st, match& m);
 // dicts, Keras epoch headers.
 bool match_other(std::string_view body, format_state& st, match& m);
 // Any "step N" / "step=N" / "iteration: N" with a loss or learning rate on the same line.
-bool match_generic(std::string_view body, match& m);
+// `names` caches metric names across lines (may be null).
+bool match_generic(std::string_view body, match& m, metric_namer* names = nullptr);
 // Phase announcements: evaluation and checkpoint starts and ends.
 bool match_phase(std::string_view body, match& m);
 

@@ -69,7 +69,7 @@ std::optional<std::uint64_t> find_key_uint(std::string_view s, std::string_view 
   return std::nullopt;
 }
 
-bool match_generic(std::string_view body, match& m) {
+bool match_generic(std::string_view body, match& m, metric_namer* names) {
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c0 = to_lower(body[i]);
     if (c0 != 's' && c0 != 'i' && c0 != 'g' && c0 != 'n') continue;
@@ -97,8 +97,8 @@ bool match_generic(std::string_view body, match& m) {
       // "key: value" or "key value": whichever reads more metrics.
       std::vector<metric> metrics;
       std::vector<metric> spaced;
-      scan_metrics(body, metric_style::kv, metrics);
-      scan_metrics(body, metric_style::spaced, spaced);
+      scan_metrics(body, metric_style::kv, metrics, names);
+      scan_metrics(body, metric_style::spaced, spaced, names);
       metric_style style = metric_style::kv;
       if (spaced.size() > metrics.size()) {
         metrics.swap(spaced);

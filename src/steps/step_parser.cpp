@@ -92,8 +92,9 @@ bool match_builtin(std::string_view body, format_state& st, match& m, const rule
   const bool all = rules.all_enabled();
   format_state saved;
   if (!all) saved = st;
+  // The generic rule is tried later, with the line's fields (step_parser::parse_segment).
   bool found = match_bar(body, st, m) || match_llm(body, st, m) || match_other(body, st, m) ||
-               match_phase(body, m) || match_generic(body, m);
+               match_phase(body, m);
   if (found && !all) {
     if (const auto r = rule_of_format(m.format); r && !rules.enabled(*r)) {
       st = saved;
@@ -195,12 +196,9 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
   parsed_line out;
   out.epochs = s.epochs;
   // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
-  // metric lines of an OLMo or Composer header may follow (any indented "key: value").  A line
-  // with a number still goes to the learnt counters.
-  const bool builtin =
-      !prefilter_ || custom_ || !s.formats.metric_block.empty() || may_be_step_related(line);
-  if (!builtin && !has_digit(line)) {
-    if (why) *why = "no step word, number, bar or dict: not read further";
+  // metric lines of an OLMo or Composer header may follow (any indented "key: value").
+  if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
+    if (why) *why = "no step word, leading number, fraction, bar or dict: not read further";
     return out;
   }
   const std::string_view text = visible_text(line, s.scratch);
@@ -227,24 +225,35 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     // Metric lines after an OLMo or Composer step header belong to that step.
     const std::string_view block = s.formats.metric_block;
     s.formats.metric_block = {};
-    if (builtin) found = match_builtin(body, s.formats, m, rules_);
-    // The generic rule takes any "iter N" beside a loss.  It is held to the run like a learnt
-    // counter, so that a count of samples beside the real step line (TFLearn's "iter:
-    // 00512/55000") is not another step; and it leaves to the learnt counters a line with an
-    // epoch or a global counter beside (the step is then global: "epoch: 36/300, iter:
-    // 1040/1849", "Step: 1, Global_Step: 1").
-    if (found && m.format == "generic" && m.kind == line_kind::step) {
-      read_fields(body, s.fields);
-      templ = s.fields.template_hash;
-      bool beside = false;
+    found = match_builtin(body, s.formats, m, rules_);
+    const bool digits = !found && has_digit(body);
+    // Only a line that may hold a counter is read into its template and fields.
+    const bool counts = digits && may_hold_counter(body, s.fields);
+    if (counts) read_fields(body, s.fields);
+    // The generic rule takes any "iter N" beside a loss.  It leaves to the learnt counters a line
+    // with an epoch or a global counter beside (the step is then global: "epoch: 36/300, iter:
+    // 1040/1849", "Step: 5, Global_Step: 105"), and is held to the run like a learnt counter,
+    // so that a count of samples beside the real step line (TFLearn's "iter: 00512/55000") is
+    // not another step.
+    if (counts && rules_.enabled(rule::generic)) {
+      bool epoch = false;
+      bool global = false;
+      bool local = false;
       for (std::size_t i = 0; i < s.fields.count; ++i) {
-        const field& f = s.fields.fields[i];
-        beside = beside || f.role == field_role::epoch ||
-                 (f.role == field_role::global && f.value != m.step);
+        const field_role r = s.fields.fields[i].role;
+        epoch = epoch || r == field_role::epoch;
+        global = global || r == field_role::global;
+        local = local || r == field_role::step;
       }
-      if (beside || !s.learner.follows_run(*templ, m.step, /*named=*/true)) {
-        m = match{};
-        found = false;
+      const bool beside = epoch || (global && local);
+      if (!beside && match_generic(body, m, &s.names)) {
+        found = true;
+        templ = s.fields.template_hash;
+        if (m.kind == line_kind::step && !s.learner.follows_run(*templ, m.step, /*named=*/true)) {
+          m = match{};
+          found = false;
+        }
+        if (found && why) *why = "rule generic";
       }
     }
     if (found && why) {
@@ -267,11 +276,13 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     }
     // The general mechanism: counters of formats no rule knows.
     if (!found) {
-      if (has_digit(body)) {
-        read_fields(body, s.fields);
+      if (counts) {
         found = s.learner.observe(body, s.fields, m, why);
         if (found) templ = s.fields.template_hash;
         if (why) *why = fmt::format("template \"{}\": {}", template_text(body), *why);
+      } else if (digits) {
+        if (why)
+          *why = fmt::format("template \"{}\": no field that counts steps", template_text(body));
       } else if (contains_ci(body, "resum") || contains_ci(body, "restor")) {
         s.learner.note_resume();
         if (why) *why = "a resume: the next counter that goes back starts again";
