@@ -94,12 +94,13 @@ std::uint64_t counter_learner::globalize(const field& c, std::optional<epoch_see
   const std::uint64_t v = c.value;
   if (c.role == field_role::global) return v;
   if (e) {
-    if (!t.epoch_base) {
+    if (!epoch_base_) {
       // Epochs printed "e/E" count from 1 unless a 0 is printed; bare ones from what they
-      // start at when that is 0 or 1, else from 0.
-      t.epoch_base = e->value == 0 ? 0 : (e->total || e->value == 1 ? 1 : 0);
+      // start at when that is 0 or 1, else from 0.  One base for the run: the lines of one
+      // trainer count epochs one way, whichever template they have.
+      epoch_base_ = e->value == 0 ? 0 : (e->total || e->value == 1 ? 1 : 0);
     }
-    const std::uint64_t base = *t.epoch_base;
+    const std::uint64_t base = *epoch_base_;
     epoch = e->value >= base ? e->value - base : 0;
     // "0/299" is the first of 300 epochs, "1/300" the first of 300.
     if (e->total && *e->total > 0) epochs = *e->total + (base == 0 ? 1 : 0);
@@ -193,9 +194,18 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     if (why) *why = "a progress bar at 0: nothing done yet";
     return false;
   }
-  // The bars of evaluation and of data preparation count their own loops.
+  // The bars of evaluation and of data preparation count their own loops: an evaluation bar
+  // begins the evaluation and ends it at 100 %.
   if (cf.place == field_place::bar && (f.eval_word || f.other_loop || f.notice)) {
-    if (why) *why = "a progress bar of evaluation or data preparation";
+    if (f.eval_word && !f.other_loop && !f.notice && cf.total) {
+      m.kind = cf.value >= *cf.total ? line_kind::phase_end : line_kind::phase_begin;
+      m.phase = "eval";
+      m.format = "learnt";
+      m.bar = true;
+      if (why) *why = "a progress bar of evaluation";
+      return true;
+    }
+    if (why) *why = "a progress bar of data preparation";
     return false;
   }
   // A counter over another total in the same template is another loop (an evaluation bar
@@ -279,6 +289,7 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   m.kind = line_kind::step;
   m.step = g;
   m.total = cf.total;
+  m.bar = cf.place == field_place::bar;
   m.epoch = epoch;
   m.epochs = epochs;
   m.epoch_rollover = rolled;

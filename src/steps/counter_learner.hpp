@@ -72,7 +72,6 @@ class counter_learner {
     std::uint64_t value_hash = 0;
     // Per-epoch counting: the steps of the epochs before the current one.
     std::optional<std::uint64_t> last_epoch;
-    std::optional<std::uint64_t> epoch_base;
     std::uint64_t epoch_sum = 0;
     bool counter_is_global = false;  // it did not go back when the epoch changed
     std::optional<std::uint64_t> last_total;
@@ -101,6 +100,7 @@ class counter_learner {
   // The template whose counter made the last new step, when a template did.
   std::optional<std::uint64_t> primary_;
   std::optional<epoch_seen> announced_epoch_;
+  std::optional<std::uint64_t> epoch_base_;  // what the run counts epochs from
   field_role first_column_ = field_role::none;
   std::optional<std::uint64_t> last_step_;
   std::uint64_t last_gap_ = 0;

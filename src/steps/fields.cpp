@@ -199,8 +199,11 @@ struct scanner {
       f.place = field_place::bar;
       // "Epoch:  33%|███▎      | 1/3": the outer bar over epochs.
       std::string_view desc = s.substr(0, s.rfind("%|", start));
-      while (!desc.empty() &&
-             (is_digit(desc.back()) || is_space(desc.back()) || desc.back() == ':'))
+      // "Epoch:  33%|███▎      | 1/3" counts epochs; "Epoch 4:  78%|...| 977/1259" counts the
+      // batches of epoch 4.  First the percentage, then what names the bar.
+      while (!desc.empty() && is_digit(desc.back()))
+        desc.remove_suffix(1);
+      while (!desc.empty() && (is_space(desc.back()) || desc.back() == ':'))
         desc.remove_suffix(1);
       std::size_t w = desc.size();
       while (w > 0 && is_alpha(desc[w - 1]))
@@ -423,7 +426,20 @@ struct scanner {
         continue;
       }
       // A bar's drawing ("[====>.....]", "━━━━━", "|███▍      |") changes from line to line:
-      // one mark in the template, whatever its length.
+      // one mark in the template, whatever its length; tqdm's, between "%|" and "|", whatever
+      // it holds (it is all blanks at 0 %).
+      if (c == '|' && i > 0 && s[i - 1] == '%') {
+        const std::size_t close = s.find('|', i + 1);
+        if (close != std::string_view::npos && close - i <= 256) {
+          mix(out.template_hash, '|');
+          mix(out.template_hash, '~');
+          mix(out.template_hash, '|');
+          space = false;
+          prev_sep = '|';
+          i = close + 1;
+          continue;
+        }
+      }
       const auto u = static_cast<unsigned char>(c);
       if (u >= 0x80 || c == '=' || c == '>' || c == '#' || c == '.' || c == '-') {
         std::size_t e = i;

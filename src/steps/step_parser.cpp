@@ -195,6 +195,7 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
   state& s = *state_;
   parsed_line out;
   out.epochs = s.epochs;
+  ++s.formats.lines;
   // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
   // metric lines of an OLMo or Composer header may follow (any indented "key: value").
   if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
@@ -305,6 +306,10 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     case line_kind::none:
       return out;
     case line_kind::phase_begin:
+      if (m.bar) {
+        s.formats.eval_bar_open = true;
+        s.formats.eval_bar_at = s.formats.lines;
+      }
       // A phase announced again (each update of an evaluation bar) is not a new phase.
       if (s.formats.phase == m.phase) return out;
       s.formats.phase = m.phase;
@@ -317,7 +322,8 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
       // A progress bar at 100 % ends only the phase its updates began; or, with no phase open
       // after training steps, the evaluation that ran since (a log that kept only each bar's
       // last state, as YOLO's terminal output does).
-      if ((m.format == "tqdm" || m.format == "lightning") && s.formats.phase != m.phase &&
+      if (m.bar) s.formats.eval_bar_open = false;
+      if ((m.format == "tqdm" || m.format == "lightning" || m.bar) && s.formats.phase != m.phase &&
           !(s.formats.phase.empty() && s.last_step && s.ended_phase != m.phase)) {
         return out;
       }
@@ -355,6 +361,14 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     s.last_batch = m.step;
     s.last_batch_total = *m.total;
     s.last_epoch = m.epoch;
+  }
+  // A learnt training bar that moves while an evaluation bar runs counts the evaluation's
+  // batches (Lightning 1.x advances its epoch bar through them): not a step.
+  if (m.bar && s.formats.eval_bar_open && s.formats.phase == "eval" &&
+      s.formats.lines - s.formats.eval_bar_at <= 16) {
+    if (why) *why += "; during an evaluation bar: its batches, not steps";
+    out.kind = line_kind::none;
+    return out;
   }
   if (m.epoch_rollover) out.counter_restarted = true;
   if (m.format == "learnt") {

@@ -199,6 +199,25 @@ TEST(StepLearner, RulesTurnedOffLeaveTheLineToTheGeneralMechanism) {
     EXPECT_EQ(rule_of_format(rule_name(static_cast<rule>(i))), static_cast<rule>(i));
 }
 
+TEST(StepLearner, ATrainingBarThatMovesDuringAnEvaluationBarCountsNoSteps) {
+  // Lightning 1.x, read without its rule: the epoch bar also counts the validation batches.
+  parser_options off;
+  off.rules.disable(rule::lightning);
+  const auto r =
+      parse_all({"Epoch 0:  90%|█████████ | 900/1000 [00:30<00:03, 30.0it/s, loss=0.223, v_num=77]",
+                 "Validation DataLoader 0:  10%|█         | 10/100 [00:00<00:03, 30.0it/s]",
+                 "Epoch 0:  91%|█████████ | 910/1000 [00:30<00:03, 30.0it/s, loss=0.223, v_num=77]",
+                 "Validation DataLoader 0: 100%|██████████| 100/100 [00:03<00:00, 30.0it/s]",
+                 "Epoch 1:   1%|          | 10/1000 [00:00<00:30, 30.0it/s, loss=0.210, v_num=77]"},
+                off);
+  EXPECT_EQ(r[0].kind, line_kind::step);
+  EXPECT_EQ(r[1].kind, line_kind::phase_begin);
+  EXPECT_EQ(r[2].kind, line_kind::none);
+  EXPECT_EQ(r[3].kind, line_kind::phase_end);
+  EXPECT_EQ(r[4].kind, line_kind::step);
+  EXPECT_EQ(r[4].step, 1010u);
+}
+
 TEST(StepLearner, AResumeMakesACounterThatGoesBackANewStart) {
   // Without a resume, a step a little behind the last is a late copy; after one, the run
   // starts again from its checkpoint.
