@@ -400,12 +400,14 @@ struct scanner {
         while (e < n && (is_alpha(s[e]) || (is_digit(s[e]) && e > i)))
           ++e;
         word(s.substr(i, e - i), prev_sep);
-        // "[valid]" (Marian), "valid on 'valid' subset" (fairseq), and a message that opens
-        // with an evaluation word ("Validation-accuracy", "Test set:", "eval step 100"): the
-        // line reports an evaluation.
+        // "[valid]" (Marian), "valid on 'valid' subset" (fairseq), a quoted evaluation word
+        // ("mode": "val"), and a message that opens with one ("Validation-accuracy", "Test
+        // set:", "eval step 100"): the line reports an evaluation.
         if (prev_word == word_class::eval) {
           const std::string_view w = s.substr(i, e - i);
-          if (words == 0 || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
+          const bool quoted = i > 0 && (s[i - 1] == '"' || s[i - 1] == '\'') && e < n &&
+                              s[e] == s[i - 1];  // {"mode": "val", ...} (MMCV's JSON log)
+          if (words == 0 || quoted || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
               (eq_ci(w, "valid") && s.substr(e, 3) == " on")) {
             out.eval_tag = true;
           }

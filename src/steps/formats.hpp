@@ -27,6 +27,9 @@ struct match {
   // The counter went back because a new epoch began; `step` is already global (learnt
   // counters, steps/counter_learner.hpp).
   bool epoch_rollover = false;
+  // A bar that may count one epoch or the whole run: when it restarts with the same total the
+  // count goes on, and from then on its lines report the epoch.
+  bool goes_on = false;
   bool bar = false;               // a learnt counter or evaluation read from a progress bar
   std::string_view phase;         // phase_begin / phase_end: "eval", "checkpoint"
   std::string_view format;        // set also on lines of kind none that a format recognised

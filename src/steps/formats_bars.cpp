@@ -90,6 +90,9 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
       set_phase(m, "hf_trainer");
     } else {
       st.untitled_total = total;
+      // The Trainer's bar counts the whole run; a loop's own `tqdm(loader)` restarts every
+      // epoch with the same total, and the count goes on.
+      m.goes_on = true;
     }
     return true;
   }
@@ -151,7 +154,7 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
   }
   // A training bar that restarts every epoch: the count goes on ("190/190" in the second epoch
   // is step 380).
-  m.per_epoch = true;
+  m.goes_on = true;
   return true;
 }
 

@@ -342,8 +342,9 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
   out.kind = line_kind::step;
   out.total = m.total;
   std::uint64_t step = m.step;
-  if (m.per_epoch && m.total && *m.total > 0) {
-    const bool same = s.last_format == m.format && s.last_batch.has_value();
+  if ((m.per_epoch || m.goes_on) && m.total && *m.total > 0) {
+    const bool same = s.last_format == m.format && s.last_batch.has_value() &&
+                      (m.per_epoch || *m.total == s.last_batch_total);
     if (m.epoch) {
       out.epoch = m.epoch;
       step = *m.epoch * *m.total + m.step;
@@ -355,7 +356,8 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
         ++s.epochs_counted;
         out.counter_restarted = true;
       }
-      out.epoch = s.epochs_counted;
+      // A bar that may count the whole run says nothing of epochs until it has restarted.
+      if (m.per_epoch || s.epochs_counted > 0) out.epoch = s.epochs_counted;
       step = s.epoch_base + m.step;
     }
     s.last_batch = m.step;

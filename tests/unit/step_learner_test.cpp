@@ -135,6 +135,13 @@ TEST(StepLearner, EpochLocalCountersBecomeGlobalSteps) {
                              "train:   1%|          | 1/190 [00:00<01:00, 3.1it/s, loss=0.50]",
                              "train: 100%|██████████| 190/190 [01:00<00:00, 3.1it/s, loss=0.48]"});
   EXPECT_EQ(bar, (steps_list{{190, 1}, {191, 1}, {380, 189}}));
+  // Untitled too (a loop's own tqdm(loader)); until it restarts, a bar may count the whole run,
+  // so it reports no epoch.
+  step_parser untitled;
+  EXPECT_EQ(untitled.parse("100%|██████████| 190/190 [01:00<00:00,  3.1it/s]").epoch, std::nullopt);
+  const auto again = untitled.parse("  1%|          | 2/190 [00:00<01:00,  3.1it/s]");
+  EXPECT_EQ(again.step, 192u);
+  EXPECT_EQ(again.epoch, 1u);
   // YOLO's table rows: the epoch, then a bar of its batches.
   EXPECT_EQ(steps_of({"      1/100      3.2G    0.05123    0.02134   0.01234  12   640: "
                       "100%|██████████| 7/7 [00:03<00:00,  2.01it/s]",
