@@ -163,7 +163,7 @@ std::optional<double> value_of(const std::optional<joules::watts>& w) {
 std::string render_text(const report& r, bool color) {
   std::string out;
   fmt::format_to(std::back_inserter(out), "{}  {}  ·  joules {}\n\n",
-                 paint(color, "joules doctor", "1"), r.hostname, JOULES_VERSION);
+                 paint(color, "joules doctor", "1"), shown(r.hostname), JOULES_VERSION);
   out += paint(color, r.meta.backend == "sim" ? "Backend" : "NVML", "1") + "\n";
   if (!r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, shown(r.backend_error), "31"));
@@ -175,20 +175,22 @@ std::string render_text(const report& r, bool color) {
                    r.meta.driver_version.empty() ? "unknown" : shown(r.meta.driver_version),
                    r.meta.symbols_found, r.meta.symbols_known);
   } else {
-    fmt::format_to(std::back_inserter(out), "  {} · {}\n", r.meta.backend, r.meta.library_version);
+    fmt::format_to(std::back_inserter(out), "  {} · {}\n", shown(r.meta.backend),
+                   shown(r.meta.library_version));
   }
   for (const auto& n : r.notices)
     fmt::format_to(std::back_inserter(out), "  {}\n", shown(n));
 
   if (r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "\n{} ({} checked: {})\n", paint(color, "GPUs", "1"),
-                   r.gpus.size(), r.scope);
+                   r.gpus.size(), shown(r.scope));
     for (const auto& g : r.gpus)
       gpu_text(out, r, g, color);
     fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CUDA devices", "1"));
-    fmt::format_to(std::back_inserter(out), "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n",
-                   r.cuda.order, r.cuda.order_from_env ? "" : " (the default)",
-                   r.cuda.visible ? fmt::format("'{}'", *r.cuda.visible) : std::string("unset"));
+    fmt::format_to(
+        std::back_inserter(out), "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n",
+        r.cuda.order, r.cuda.order_from_env ? "" : " (the default)",
+        r.cuda.visible ? fmt::format("'{}'", shown(*r.cuda.visible)) : std::string("unset"));
     std::vector<std::string> pairs;
     for (const auto& e : r.cuda.devices)
       pairs.push_back(fmt::format("cuda:{} = GPU {}", e.cuda_index, e.nvml_index));
@@ -202,8 +204,9 @@ std::string render_text(const report& r, bool color) {
     for (const auto& c : r.components) {
       fmt::format_to(std::back_inserter(out), "  {:<5} {} · {}\n", to_string(c.kind),
                      c.method == energy_method::none ? "not measured" : to_string(c.method),
-                     c.detail);
-      if (!c.fix.empty()) fmt::format_to(std::back_inserter(out), "        fix: {}\n", c.fix);
+                     shown(c.detail));
+      if (!c.fix.empty())
+        fmt::format_to(std::back_inserter(out), "        fix: {}\n", shown(c.fix));
     }
     for (const auto& d : r.host_devices)
       fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), shown(d.name),
@@ -212,7 +215,7 @@ std::string render_text(const report& r, bool color) {
     // surprise.
     for (const auto& c : r.components) {
       for (const auto& z : c.left_out)
-        fmt::format_to(std::back_inserter(out), "  left out  {}\n", z);
+        fmt::format_to(std::back_inserter(out), "  left out  {}\n", shown(z));
     }
   }
 
@@ -222,8 +225,9 @@ std::string render_text(const report& r, bool color) {
     fmt::format_to(
         std::back_inserter(out), "  {}  {}\n",
         paint(color, fmt::format("{:<8}", health::to_string(f.level)), severity_color(f.level)),
-        f.message);
-    if (!f.fix.empty()) fmt::format_to(std::back_inserter(out), "            fix: {}\n", f.fix);
+        shown(f.message));
+    if (!f.fix.empty())
+      fmt::format_to(std::back_inserter(out), "            fix: {}\n", shown(f.fix));
   }
   fmt::format_to(std::back_inserter(out), "\nStatus: {} (exit {})\n",
                  health::status_name(r.exit_status), r.exit_status);
