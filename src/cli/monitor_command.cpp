@@ -60,8 +60,8 @@ class monitor_command final : public options::command {
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);
     declare_components(t, s_.backend.components,
-                       "gpu, plus cpu and dram where RAPL can be read (counters that cannot be "
-                       "read are named on stderr, with the fix)");
+                       "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
+                       "read are named on stderr, with the fix");
   }
   int run(std::vector<std::string>) override { return session::show_monitor(s_); }
 

@@ -60,12 +60,10 @@ void append_text(std::string& out, std::uint64_t n, const steps::parsed_line& p)
                  step ? fmt::to_string(p.step) : "-", p.total ? fmt::to_string(*p.total) : "-",
                  step ? fmt::to_string(p.step_gap) : "-", event,
                  p.format.empty() ? std::string_view("-") : p.format);
-  for (const auto& m : p.metrics) {
-    out += "  ";
-    out += m.name;
-    out += '=';
-    append_json_number(out, m.value);
-  }
+  // Seven significant digits for people: 13.86 ms is 0.01386 s, not the 0.013859999999999999 a
+  // division by 1000 leaves (--json keeps every digit).
+  for (const auto& m : p.metrics)
+    fmt::format_to(std::back_inserter(out), "  {}={:.7g}", m.name, m.value);
   while (!out.empty() && out.back() == ' ')
     out.pop_back();
   out += '\n';

@@ -13,8 +13,7 @@
 namespace joules::monitor {
 namespace {
 
-constexpr std::size_t kGutter = 8;    // "700 W ┤": the scale's column
-constexpr std::size_t kMaxRows = 16;  // graphs taller than this show nothing more
+constexpr std::size_t kGutter = 8;  // "700 W ┤": the scale's column
 
 std::string scale_text(double v, bool watts) {
   if (watts && v == 0.0) return "0 W";
@@ -47,9 +46,9 @@ std::string time_axis(std::size_t columns) {
 
 // `title`, a braille area graph of `h` over the whole history, `rows` high and `width` cells
 // wide with its scale (full_scale at the top, half, 0), and the time axis.
-void graph(lines& out, const std::string& title, const history* h, double now_s,
-           double full_scale, bool watts, std::size_t rows, std::size_t width,
-           const painter& paint, std::string_view color) {
+void graph(lines& out, const std::string& title, const history* h, double now_s, double full_scale,
+           bool watts, std::size_t rows, std::size_t width, const painter& paint,
+           std::string_view color) {
   out.push_back(title);
   const std::size_t columns = width > kGutter ? width - kGutter : 0;
   std::vector<std::optional<double>> values;
@@ -86,8 +85,7 @@ std::string util_title(const device_view& d) {
 
 double power_scale(const device_view& d) {
   double scale = limit_of(d).value_or(0.0);
-  if (!(scale > 0.0) && d.power_history != nullptr)
-    scale = d.power_history->peak().value_or(0.0);
+  if (!(scale > 0.0) && d.power_history != nullptr) scale = d.power_history->peak().value_or(0.0);
   return scale > 0.0 ? scale : 1.0;
 }
 
@@ -101,9 +99,10 @@ std::vector<const process_row*> rows_of(const screen_model& m, std::optional<uns
 
 // Why a GPU's processes have no share: its driver reports no per-process utilisation.
 std::string no_share_note(const device_view& d) {
-  return fmt::format("GPU {}: the driver reports no per-process utilisation (MIG mode, or a "
-                     "board or driver without it): memory only",
-                     d.info.index);
+  return fmt::format(
+      "GPU {}: the driver reports no per-process utilisation (MIG mode, or a "
+      "board or driver without it): memory only",
+      d.info.index);
 }
 
 // `text` as dim words that wrap between them.
@@ -126,8 +125,8 @@ bool share_unknown(const screen_model& m, const device_view& d) {
 
 }  // namespace
 
-lines focus_view(const screen_model& m, const device_view& d, std::size_t width,
-                 std::size_t height, const painter& paint, bool paused) {
+lines focus_view(const screen_model& m, const device_view& d, std::size_t width, std::size_t height,
+                 const painter& paint, bool paused) {
   lines out = header(m, width, paint, paused);
   full_block(out, m, d, width, paint, /*spark=*/false);
   out.emplace_back();
@@ -144,7 +143,8 @@ lines focus_view(const screen_model& m, const device_view& d, std::size_t width,
   const bool side_by_side = width >= 120;
   // Each graph: a title, its rows and its time axis.
   const std::size_t per_graph = side_by_side ? graph_lines : graph_lines / 2;
-  const std::size_t rows = std::min(per_graph > 2 ? per_graph - 2 : 0, kMaxRows);
+  // As tall as the room allows: blank lines under a graph say nothing.
+  const std::size_t rows = per_graph > 2 ? per_graph - 2 : 0;
   if (rows >= 2 && side_by_side) {
     lines left_graph;
     lines right_graph;
@@ -164,14 +164,14 @@ lines focus_view(const screen_model& m, const device_view& d, std::size_t width,
     graph(out, util_title(d), d.util_history, m.now_s, 100.0, false, rows, width, paint, kGreen);
   } else if (graph_lines >= 3) {
     // Room for one small graph: power.
-    graph(out, power_title(m, d), d.power_history, m.now_s, power_scale(d), true,
-          std::min(graph_lines - 2, kMaxRows), width, paint, kCyan);
+    graph(out, power_title(m, d), d.power_history, m.now_s, power_scale(d), true, graph_lines - 2,
+          width, paint, kCyan);
   }
   out.emplace_back();
   if (m.processes_known && procs.empty()) {
     out.push_back(paint("processes: none on this GPU", kDim));
   } else if (m.processes_known) {
-    process_table(out, procs, std::max<std::size_t>(2, proc_lines - note.size()), paint);
+    process_table(out, procs, std::max<std::size_t>(2, proc_lines - note.size()), width, paint);
   }
   out.insert(out.end(), note.begin(), note.end());
   return out;
@@ -184,7 +184,7 @@ lines graphs_view(const screen_model& m, const std::vector<std::size_t>& order, 
   const std::size_t left = height > out.size() ? height - out.size() : 0;
   // Per GPU: its title line, the graph's rows, and one time axis under the last.
   const std::size_t per_gpu = n > 0 && left > 1 ? (left - 1) / n : 0;
-  const std::size_t rows = std::min(per_gpu > 1 ? per_gpu - 1 : 1, kMaxRows);
+  const std::size_t rows = per_gpu > 1 ? per_gpu - 1 : 1;
   const bool both = width >= 100;  // power and utilisation side by side
   const std::size_t half = both ? width / 2 : width;
   const std::size_t columns = half > kGutter + 1 ? half - kGutter - 1 : 0;
@@ -193,15 +193,15 @@ lines graphs_view(const screen_model& m, const std::vector<std::size_t>& order, 
     const device_view& d = m.gpus[i];
     if (out.size() + rows + 2 > height) break;
     const auto& h = d.now.health;
-    std::string title = fmt::format("{}  {}  {}", gpu_title(d, paint), power_title(m, d).substr(1),
-                                    h && h->gpu_util_percent
-                                        ? fmt::format("  gpu {}%", *h->gpu_util_percent)
-                                        : std::string());
+    std::string title = fmt::format(
+        "{}  {}  {}", gpu_title(d, paint), power_title(m, d).substr(1),
+        h && h->gpu_util_percent ? fmt::format("  gpu {}%", *h->gpu_util_percent) : std::string());
     out.push_back(title);
     lines p;
     lines u;
     graph(p, "", d.power_history, m.now_s, power_scale(d), true, rows, half - 1, paint, kCyan);
-    if (both) graph(u, "", d.util_history, m.now_s, 100.0, false, rows, width - half, paint, kGreen);
+    if (both)
+      graph(u, "", d.util_history, m.now_s, 100.0, false, rows, width - half, paint, kGreen);
     for (std::size_t r = 1; r + 1 < p.size(); ++r) {
       std::string l = p[r];
       if (both) {
@@ -279,7 +279,7 @@ lines processes_view(const screen_model& m, const ui_state& ui, std::size_t widt
        width, 2);
   const std::size_t room = height > out.size() ? height - out.size() : 0;
   const bool with_notes = room >= rows.size() + 1 + notes.size();
-  process_table(out, rows, with_notes ? room - notes.size() : room, paint);
+  process_table(out, rows, with_notes ? room - notes.size() : room, width, paint);
   if (with_notes) out.insert(out.end(), notes.begin(), notes.end());
   return out;
 }

@@ -55,8 +55,8 @@ std::string key_item(std::string_view k, std::string_view what, const painter& p
 }
 
 std::string footer(const ui_state& ui, std::size_t width, const painter& paint) {
-  const std::string order = ui.sort == sort_key::index ? (ui.reverse ? "↓" : "↑")
-                                                       : (ui.reverse ? "↑" : "↓");
+  const std::string order =
+      ui.sort == sort_key::index ? (ui.reverse ? "↓" : "↑") : (ui.reverse ? "↑" : "↓");
   // Most useful first: what does not fit is left off from the end, "? help" says the rest.
   const std::vector<std::string> all = {
       key_item("q", "quit", paint),
@@ -73,34 +73,6 @@ std::string footer(const ui_state& ui, std::size_t width, const painter& paint) 
     const std::string next = out.empty() ? item : out + "  " + item;
     if (cells(next) > width) break;
     out = next;
-  }
-  return out;
-}
-
-// `line` without its first `n` cells (and without colour: the overlay's right edge).
-std::string skip_cells(std::string_view line, std::size_t n) {
-  std::string out;
-  std::size_t cell = 0;
-  for (std::size_t i = 0; i < line.size();) {
-    const auto c = static_cast<unsigned char>(line[i]);
-    if (c == 0x1b && i + 1 < line.size() && line[i + 1] == '[') {
-      i += 2;
-      while (i < line.size() && (line[i] < 0x40 || line[i] > 0x7e))
-        ++i;
-      ++i;
-      continue;
-    }
-    std::size_t len = 1;
-    if (c >= 0xF0) {
-      len = 4;
-    } else if (c >= 0xE0) {
-      len = 3;
-    } else if (c >= 0xC0) {
-      len = 2;
-    }
-    if (cell >= n) out += line.substr(i, len);
-    ++cell;
-    i += len;
   }
   return out;
 }
@@ -130,12 +102,9 @@ void help_overlay(lines& frame, std::size_t width, std::size_t height, const pai
   const std::size_t box_width = inner + 2;
   const std::size_t x = width > box_width ? (width - box_width) / 2 : 0;
   const std::size_t y = height > box.size() ? (height - box.size()) / 2 : 0;
-  for (std::size_t i = 0; i < box.size() && y + i < frame.size(); ++i) {
-    std::string& line = frame[y + i];
-    std::string left = fit(line, x);
-    left += std::string(x - std::min(x, cells(left)), ' ');
-    line = left + box[i] + skip_cells(line, x + box_width);
-  }
+  // The box's rows are the box alone: a view's numbers cut at its edges read as garbage.
+  for (std::size_t i = 0; i < box.size() && y + i < frame.size(); ++i)
+    frame[y + i] = std::string(x, ' ') + box[i];
 }
 
 }  // namespace

@@ -108,9 +108,15 @@ void block(lines& out, detail level, const screen_model& m, const device_view& d
   }
 }
 
-void processes(lines& out, const screen_model& m, std::size_t room, const painter& paint) {
+void processes(lines& out, const screen_model& m, std::size_t room, std::size_t width,
+               const painter& paint) {
   if (room == 0 || !m.processes_known) return;
   if (room < 2 && !m.processes.empty()) return;  // a table header without rows says nothing
+  // Apart from the last GPU's block, when every process fits with the blank line.
+  if (room >= m.processes.size() + 2 && !out.empty() && !out.back().empty()) {
+    out.emplace_back();
+    --room;
+  }
   if (m.processes.empty()) {
     out.push_back(paint("processes: none on these GPUs", kDim));
     return;
@@ -126,10 +132,11 @@ void processes(lines& out, const screen_model& m, std::size_t room, const painte
       out.push_back(paint(fmt::format("  … {} more processes", m.processes.size() - i), kDim));
       break;
     }
-    out.push_back(fmt::format("{:>4} {:>8}  {:<10} {:>10}  {}{}", p.gpu, p.pid,
-                              p.user.empty() ? "?" : shown(p.user), bytes_text(p.memory_bytes),
-                              p.command.empty() ? "?" : shown(p.command),
-                              p.graphics ? " (graphics)" : ""));
+    out.push_back(ellipsized(
+        fmt::format("{:>4} {:>8}  {:<10} {:>10}  {}{}", p.gpu, p.pid,
+                    p.user.empty() ? "?" : shown(p.user), bytes_text(p.memory_bytes),
+                    p.command.empty() ? "?" : shown(p.command), p.graphics ? " (graphics)" : ""),
+        width));
   }
 }
 
@@ -199,7 +206,7 @@ lines overview(const screen_model& m, std::size_t width, std::size_t height, con
     }
   }
   out.insert(out.end(), body.begin(), body.end());
-  if (out.size() < height) processes(out, m, height - out.size(), paint);
+  if (out.size() < height) processes(out, m, height - out.size(), width, paint);
   if (out.size() > height) out.resize(height);
   return out;
 }

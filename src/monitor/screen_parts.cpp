@@ -96,6 +96,11 @@ std::string spark_line(const screen_model& m, const device_view& d, std::size_t 
   return lead + paint(spark(d, m.now_s, columns, kSparkSpanS), kCyan) + tail;
 }
 
+std::string ellipsized(const std::string& line, std::size_t width) {
+  if (width == 0 || cells(line) <= width) return line;
+  return fit(line, width - 1) + "…";
+}
+
 std::string shown(std::string_view outside) {
   return text::escape_for_terminal(outside);
 }
@@ -241,12 +246,12 @@ void full_block(lines& out, const screen_model& m, const device_view& d, std::si
 }
 
 void process_table(lines& out, const std::vector<const process_row*>& rows, std::size_t room,
-                   const painter& paint) {
+                   std::size_t width, const painter& paint) {
   if (room == 0) return;
-  out.push_back(paint(fmt::format("{:>7} {:<10} {:>3} {:>9} {:>4} {:>6} {:>6} {:>9}  {}", "PID",
-                                  "USER", "GPU", "MEMORY", "SM%", "SHARE", "POWER", "ENERGY",
-                                  "COMMAND"),
-                      kBold));
+  out.push_back(
+      paint(fmt::format("{:>7} {:<10} {:>3} {:>9} {:>4} {:>6} {:>6} {:>10}  {}", "PID", "USER",
+                        "GPU", "MEMORY", "SM%", "SHARE", "POWER", "ENERGY", "COMMAND"),
+            kBold));
   const std::size_t fit_rows = std::min(room - 1, rows.size());
   for (std::size_t i = 0; i < fit_rows; ++i) {
     if (i + 1 == fit_rows && fit_rows < rows.size()) {
@@ -256,13 +261,14 @@ void process_table(lines& out, const std::vector<const process_row*>& rows, std:
     const process_row& p = *rows[i];
     std::string user = p.user.empty() ? "?" : shown(p.user);
     if (cells(user) > 10) user = fit(user, 9) + "…";
-    out.push_back(fmt::format(
-        "{:>7} {:<10} {:>3} {:>9} {:>4} {:>6} {:>6} {:>9}  {}{}", p.pid, user, p.gpu,
-        bytes_text(p.memory_bytes),
-        p.sm_util_percent ? fmt::format("{:.0f}", *p.sm_util_percent) : "-",
-        p.share ? fmt::format("{:.0f}%", *p.share * 100.0) : "-", watts_text(p.power_w),
-        energy_text(p.energy_j), p.command.empty() ? "?" : shown(p.command),
-        p.graphics ? " (graphics)" : ""));
+    out.push_back(ellipsized(
+        fmt::format("{:>7} {:<10} {:>3} {:>9} {:>4} {:>6} {:>6} {:>10}  {}{}", p.pid, user, p.gpu,
+                    bytes_text(p.memory_bytes),
+                    p.sm_util_percent ? fmt::format("{:.0f}", *p.sm_util_percent) : "-",
+                    p.share ? fmt::format("{:.0f}%", *p.share * 100.0) : "-", watts_text(p.power_w),
+                    energy_text(p.energy_j), p.command.empty() ? "?" : shown(p.command),
+                    p.graphics ? " (graphics)" : ""),
+        width));
   }
 }
 

@@ -28,6 +28,10 @@ inline constexpr std::size_t kLabel = 10;  // " throttle ": the labels' column i
 // sequences included) as the screen shows it: never acted on by the terminal.
 std::string shown(std::string_view outside);
 
+// `line` (no colour in it) cut to `width` cells, with "…" as its last when it was longer: a
+// command line cut, not a column that ends short.
+std::string ellipsized(const std::string& line, std::size_t width);
+
 // The power limit shown against a device's power: the enforced limit read with its health,
 // else the one probed at open.
 std::optional<double> limit_of(const device_view& d);
@@ -35,8 +39,8 @@ std::optional<double> limit_of(const device_view& d);
 std::string label(std::string_view name);  // " power    ": a full block's margin
 std::string percent(std::string_view name, const std::optional<double>& v);    // "sm 88%"
 std::string percent(std::string_view name, const std::optional<unsigned>& v);  // "" if unknown
-std::string celsius(const std::optional<double>& c);                          // "61°C", "-"
-std::string gpu_title(const device_view& d, const painter& paint);            // "GPU 0"
+std::string celsius(const std::optional<double>& c);                           // "61°C", "-"
+std::string gpu_title(const device_view& d, const painter& paint);             // "GPU 0"
 std::string power_bar(const device_view& d, std::size_t width, const painter& paint);
 // The health flags: "ok", or each warning and critical finding's flag in colour.
 items health_flags(const device_view& d, const painter& paint);
@@ -70,16 +74,16 @@ void full_block(lines& out, const screen_model& m, const device_view& d, std::si
 
 // The table of processes: a title line and one row per process (PID, user, GPU, memory, SM
 // utilisation, share of the GPU's energy, that share's power now and energy, command), within
-// `room` lines; the rows that do not fit are counted on the last line.
+// `room` lines of `width` cells; the rows that do not fit are counted on the last line.
 void process_table(lines& out, const std::vector<const process_row*>& rows, std::size_t room,
-                   const painter& paint);
+                   std::size_t width, const painter& paint);
 
 // The views (each at most `height` lines, not yet cut to `width`): the overview (screen.cpp),
 // one GPU in detail, the graphs of every GPU, and the processes (detail_views.cpp).
 lines overview(const screen_model& m, std::size_t width, std::size_t height, const painter& paint,
                bool paused);
-lines focus_view(const screen_model& m, const device_view& d, std::size_t width,
-                 std::size_t height, const painter& paint, bool paused);
+lines focus_view(const screen_model& m, const device_view& d, std::size_t width, std::size_t height,
+                 const painter& paint, bool paused);
 lines graphs_view(const screen_model& m, const std::vector<std::size_t>& order, std::size_t width,
                   std::size_t height, const painter& paint, bool paused);
 lines processes_view(const screen_model& m, const ui_state& ui, std::size_t width,

@@ -45,8 +45,7 @@ TEST(MonitorHistory, BrailleAreaGraphs) {
   // One cell, two columns: 0 (its bottom dot) and full (four dots).
   EXPECT_EQ(braille_area({0.0, 100.0}, 100.0, 1), std::vector<std::string>{"⣸"});
   // Two rows: half height fills the bottom row only; unknown is blank.
-  EXPECT_EQ(braille_area({std::nullopt, 50.0}, 100.0, 2),
-            (std::vector<std::string>{" ", "⢸"}));
+  EXPECT_EQ(braille_area({std::nullopt, 50.0}, 100.0, 2), (std::vector<std::string>{" ", "⢸"}));
   const auto full = braille_area({100.0, 100.0, 100.0}, 100.0, 2);  // an odd count: 2 cells
   EXPECT_EQ(full, (std::vector<std::string>{"⣿⡇", "⣿⡇"}));
   EXPECT_EQ(braille_area({}, 100.0, 3), (std::vector<std::string>{"", "", ""}));
@@ -193,14 +192,14 @@ TEST(MonitorFrames, ProcessesWithTheirSharesSortedAsAsked) {
   ui_state ui;
   ui.view = view_kind::processes;
   auto all = joined(render_frame(m, ui, 100, 30, false));
-  EXPECT_NE(all.find("    PID USER       GPU    MEMORY  SM%  SHARE  POWER    ENERGY  COMMAND"),
+  EXPECT_NE(all.find("    PID USER       GPU    MEMORY  SM%  SHARE  POWER     ENERGY  COMMAND"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("   4242 alice        0  12.0 GiB   60    75%   75 W   9.00 kJ  python "
+  EXPECT_NE(all.find("   4242 alice        0  12.0 GiB   60    75%   75 W    9.00 kJ  python "
                      "train.py"),
             std::string::npos)
       << all;
-  EXPECT_NE(all.find("   5000 carol        1   4.0 GiB    -      -      -         -  python "
+  EXPECT_NE(all.find("   5000 carol        1   4.0 GiB    -      -      -          -  python "
                      "serve.py"),
             std::string::npos)
       << all;
@@ -232,8 +231,7 @@ TEST(MonitorFrames, GraphsOfEveryGpuAndTheHelpOverlayAndThePause) {
   ASSERT_EQ(lines.size(), 24U);
   all = joined(lines);
   for (const char* k : {"q, Ctrl-C", "Ctrl-Z", "pause the screen", "sort by index, power",
-                        "reverse the sort", "previous or next GPU", "1 - 9", "Esc, 0",
-                        "next view"})
+                        "reverse the sort", "previous or next GPU", "1 - 9", "Esc, 0", "next view"})
     EXPECT_NE(all.find(k), std::string::npos) << k << "\n" << all;
   for (const auto& l : lines)
     EXPECT_LE(cells(l), 80U) << l;
@@ -252,7 +250,9 @@ TEST(MonitorFrames, OutsideStringsNeverReachTheTerminalAsControls) {
   m.gpus[0].info.name = "GPU\x1b]0;pwned\x07name";
   m.gpus[0].info.uuid = "GPU-\x1b[31mred";
   m.processes[0].user = "\x1b[2Juser";
-  m.processes[0].command = "python\nx\x1b]0;pwned\x07 \xC2\x9B" "2J";
+  m.processes[0].command =
+      "python\nx\x1b]0;pwned\x07 \xC2\x9B"
+      "2J";
   std::vector<ui_state> uis(5);
   uis[1].view = view_kind::processes;
   uis[2].view = view_kind::graphs;
