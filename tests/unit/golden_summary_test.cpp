@@ -28,7 +28,7 @@ mono_time at(double s) {
 }
 
 // The run: started 1 s after the sampler, set up until the first step line at 3.6 s (the
-// simulated trainer computes from 3 s on), steps every 0.6 s, an evaluation, and the end at 11.5 s.
+// simulated trainer computes from 1 s on), steps every 0.6 s, an evaluation, and the end at 11.5 s.
 struct planned_window {
   double end_s;
   window_label label;
