@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "text/utf8.hpp"
+#include "util/number_text.hpp"
 
 namespace joules {
 
@@ -34,6 +35,14 @@ void append_json_escaped(std::string& out, std::string_view s) {
       if (n == 0) {
         out += text::kReplacementChar;
         ++i;
+      } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+        // A C1 control (U+0080..U+009F, CSI among them) as \u00XX: JSON that is printed on a
+        // terminal (`monitor --json`, `doctor --json`) never reaches it as a control.
+        const auto c1 = static_cast<unsigned char>(s[i + 1]);
+        out += "\\u00";
+        out += kHex[c1 >> 4U];
+        out += kHex[c1 & 0xFU];
+        i += 2;
       } else {
         out.append(s.substr(i, n));
         i += n;
@@ -82,7 +91,7 @@ void append_json_number(std::string& out, double d) {
   }
   if (d == 0.0) d = 0.0;  // no "-0"
   std::array<char, 32> buf{};
-  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  auto [end, ec] = to_chars_clean(buf.data(), buf.data() + buf.size(), d);
   out.append(buf.data(), end);
 }
 

@@ -44,7 +44,9 @@ def test_total_energy_from_the_accumulator_is_exact_to_a_tenth_of_a_percent(coun
     scenario = {"devices": [mi300(random_segments(1), energy_counter=counter),
                             mi300({"type": "square", "low_w": 150, "high_w": 650, "period_s": 0.3},
                                   energy_counter=counter)]}
-    r, records, epoch = run_json(scenario, cmd=("sleep", "6"))
+    # 10 s, as test_run_nvml.py's twin: the sampler's first reading after the run's end can come
+    # late on a loaded machine, and over 6 s that did not always stay inside 0.1 %.
+    r, records, epoch = run_json(scenario, cmd=("sleep", "10"))
     assert r.returncode == 0, r.stderr
     start, end = records
     assert start["backend"] == "amdsmi" and start["gpu_libraries"][0]["version"] == "24.7.0"

@@ -61,7 +61,9 @@ def test_a_counter_that_advances_every_100ms_is_placed_at_its_updates():
     # changes slowly within an update (docs/level-zero-notes.md §4 says what a faster swing costs).
     ramp = {"type": "linear", "points": [[0, 150], [14, 550], [20, 250]]}
     scenario = {"devices": [max1550(ramp, energy_counter={"update_ms": 100, "phase_ms": 37})]}
-    r, records, epoch = run_json(scenario, cmd=("sleep", "3"))
+    # 10 s: what is left of the error is at the edges, and over 3 s it did not always stay inside
+    # 0.1 % with both cores busy.
+    r, records, epoch = run_json(scenario, cmd=("sleep", "10"))
     assert r.returncode == 0, r.stderr
     assert_exact(scenario, records, epoch)
 

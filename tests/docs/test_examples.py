@@ -18,7 +18,7 @@ backend.  Commands that never end by themselves (`serve`, `monitor` without --on
 after their first output with SIGINT, as a person would.
 
 Output matches when every shown line appears in the real output, in order, with the same words
-and numbers within 5 % (timings and energies of a simulated run vary a little between runs); a
+and numbers within 10 % (timings, sample counts and energies of a simulated run vary between runs, most on a loaded machine); a
 shown line that ends in "…" is the start of the printed one."""
 from __future__ import annotations
 
@@ -180,6 +180,17 @@ def accepted_statuses(command: str) -> set[int]:
 
 
 def run_example(e: example, workdir: pathlib.Path) -> tuple[int, str]:
+    """Runs the example; again (up to 3 times, a second apart) when a port it names is taken by
+    another program on this machine, which is no fault of the docs."""
+    for _ in range(3):
+        status, out = run_once(e, workdir)
+        if "Address already in use" not in out:
+            break
+        time.sleep(1.0)
+    return status, out
+
+
+def run_once(e: example, workdir: pathlib.Path) -> tuple[int, str]:
     command = with_sim_backend(e.command)
     endless = 130 in accepted_statuses(command)
     if not re.search(r"[|;&]", command.split("#", 1)[0]):
@@ -202,7 +213,7 @@ NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def same_line(shown: str, real: str) -> bool:
-    """Same words, numbers within 5 %; a shown line ending in "…" is the start of the real one."""
+    """Same words, numbers within 10 %; a shown line ending in "…" is the start of the real one."""
     shown = shown.rstrip()
     if shown.endswith("…"):
         shown = shown[:-1].rstrip()
@@ -213,7 +224,7 @@ def same_line(shown: str, real: str) -> bool:
         return False
     for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real)):
         x, y = float(a), float(b)
-        if abs(x - y) > max(0.05 * max(abs(x), abs(y)), 0.011):
+        if abs(x - y) > max(0.10 * max(abs(x), abs(y)), 0.011):
             return False
     return True
 

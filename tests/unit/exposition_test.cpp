@@ -17,6 +17,7 @@
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/text_format.hpp"
 #include "fixtures/sample_exposition.hpp"
+#include "golden.hpp"
 
 namespace joules::exporter {
 namespace {
@@ -190,18 +191,30 @@ TEST(TextFormat, SpecialValuesAndIntegers) {
   EXPECT_EQ(value_text(std::numeric_limits<double>::denorm_min()), "5e-324");
 }
 
-TEST(TextFormat, EveryFiniteDoubleReadsBackExactly) {
+TEST(TextFormat, EveryFiniteDoubleReadsBackToFifteenDigitsAndInOrder) {
+  // Values are written without float noise (util/number_text.hpp): exact when their shortest
+  // form has at most 15 significant digits or they are integers, else rounded to 15; and a
+  // larger value never reads back smaller, so counters stay monotonic.
   std::mt19937_64 rng(42);
+  const auto read_back = [](const std::string& s) {
+    double back = 0;
+    const auto r = std::from_chars(s.data(), s.data() + s.size(), back);
+    EXPECT_EQ(r.ec, std::errc()) << s;
+    EXPECT_EQ(r.ptr, s.data() + s.size()) << s;
+    return back;
+  };
   for (int i = 0; i < 200000; ++i) {
     const auto v = std::bit_cast<double>(rng());
     if (!std::isfinite(v)) continue;
-    const std::string s = value_text(v);
-    double back = 0;
-    const auto r = std::from_chars(s.data(), s.data() + s.size(), back);
-    ASSERT_EQ(r.ec, std::errc()) << s;
-    ASSERT_EQ(r.ptr, s.data() + s.size()) << s;
-    ASSERT_EQ(back, v == 0 ? 0.0 : v) << s;
+    const double back = read_back(value_text(v));
+    ASSERT_LE(std::fabs(back - v), 1e-14 * std::fabs(v)) << value_text(v);
+    const double next = std::nextafter(v, std::numeric_limits<double>::infinity());
+    if (std::isfinite(next)) {
+      ASSERT_LE(back, read_back(value_text(next))) << v;
+    }
   }
+  for (const double exact : {0.1, 0.25, 1e-7, 123456.789012, 4.2e15, 9007199254740993.0})
+    EXPECT_EQ(read_back(value_text(exact)), exact);
 }
 
 TEST(TextFormat, EscapesLabelValuesAndHelp) {
@@ -279,31 +292,14 @@ TEST(TextFormat, IgnoresTheLocale) {
   EXPECT_EQ(probe.str(), "0,5");  // the locale was really in force
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Compares with tests/golden/NAME; JOULES_UPDATE_GOLDEN=1 rewrites the file instead.
-void expect_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(JOULES_GOLDEN_DIR) + "/" + name;
-  if (std::getenv("JOULES_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path, std::ios::binary) << actual;
-  }
-  EXPECT_EQ(actual, read_file(path))
-      << "golden file " << path << " differs; JOULES_UPDATE_GOLDEN=1 rewrites it";
-}
-
 TEST(Golden, RepresentativeExposition) {
-  expect_golden("exposition.prom", golden_text());
+  testing::expect_golden("exposition.prom", golden_text());
 }
 
 TEST(Golden, DcgmCompatibleNames) {
   exposition e;
   test::fill_dcgm_compat_exposition(e);
-  expect_golden("dcgm.prom", e.text());
+  testing::expect_golden("dcgm.prom", e.text());
 }
 
 TEST(NodeExposition, EightGpusKeepEachFamilyContiguous) {

@@ -50,5 +50,33 @@ TEST(JsonWriter, EscapesControlCharactersAndReplacesInvalidUtf8) {
   EXPECT_EQ(nlohmann::json::parse("\"" + out + "\"").size(), 1U);
 }
 
+TEST(JsonWriter, C1ControlsAreEscapedSoThatATerminalNeverActsOnThem) {
+  // U+009B is CSI: a terminal in 8-bit mode would start a sequence at it.
+  std::string out;
+  append_json_escaped(out,
+                      "a\xC2\x9B"
+                      "2Jb \xC2\xA0");  // CSI, then a no-break space (kept)
+  EXPECT_EQ(out, "a\\u009b2Jb \xC2\xA0");
+  EXPECT_EQ(nlohmann::json::parse("\"" + out + "\"").get<std::string>(),
+            "a\xC2\x9B"
+            "2Jb \xC2\xA0");
+}
+
 }  // namespace
 }  // namespace joules
+
+TEST(NumberText, FloatNoiseIsNotWrittenAndShortFormsStay) {
+  const auto text = [](double d) {
+    std::string s;
+    joules::append_json_number(s, d);
+    return s;
+  };
+  EXPECT_EQ(text(0.1 + 0.2), "0.3");
+  EXPECT_EQ(text(13.86 / 1000.0), "0.01386");
+  EXPECT_EQ(text(0.1), "0.1");
+  EXPECT_EQ(text(1e-7), "1e-07");
+  EXPECT_EQ(text(123456.789012), "123456.789012");
+  EXPECT_EQ(text(1.0 / 3.0), "0.333333333333333");
+  // Rounding never makes a larger value print smaller (counters stay monotonic).
+  EXPECT_EQ(text(0.30000000000000004), text(0.3));
+}
