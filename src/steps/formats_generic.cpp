@@ -36,7 +36,7 @@ bool training_metric(const metric& m) {
 constexpr std::array<std::string_view, 6> kStepKeys = {"global_step", "num_updates", "iteration",
                                                        "steps",       "step",        "iter"};
 
-constexpr std::array<std::string_view, 15> kEvalBegin = {"***** running evaluation",
+constexpr std::array<std::string_view, 17> kEvalBegin = {"***** running evaluation",
                                                          "running evaluation",
                                                          "running validation",
                                                          "validating",
@@ -46,6 +46,8 @@ constexpr std::array<std::string_view, 15> kEvalBegin = {"***** running evaluati
                                                          "starting validation",
                                                          "starting evaluation",
                                                          "starting eval",
+                                                         "computing validation",
+                                                         "computing evaluation",
                                                          "validation:",
                                                          "evaluation:",
                                                          "running eval",

@@ -154,6 +154,17 @@ bool prefix_bracket(std::string_view inside) {
   while (i < inside.size() && is_space(inside[i]))
     ++i;
   if (i == inside.size() || is_digit(inside[i])) return false;
+  // A source location, "train.py:535" (icefall), "solver.cpp:208": the logger's, whatever the
+  // file is named.
+  if (const std::size_t colon = inside.rfind(':');
+      colon != std::string_view::npos && colon + 1 < inside.size() &&
+      digits_at(inside, colon + 1) == inside.size() - colon - 1) {
+    const std::size_t dot = inside.rfind('.', colon);
+    if (dot != std::string_view::npos && dot > i && dot + 1 < colon && is_alpha(inside[dot + 1]) &&
+        inside.find(' ', i) == std::string_view::npos) {
+      return true;
+    }
+  }
   static constexpr std::array<std::string_view, 8> kProgress = {"step", "batch", "epoch", "iter",
                                                                 "eval", "train", "val",   "test"};
   for (const auto word : kProgress) {
