@@ -30,6 +30,12 @@ bool starts_epoch(std::string_view message, const line_fields& f) {
   return false;
 }
 
+// "step", "steps", "Step:": the name of optimizer steps where a line also counts iterations.
+bool is_step_word(std::string_view key) {
+  const std::string_view k = trim_key(key);
+  return eq_ci(k, "step") || eq_ci(k, "steps");
+}
+
 // How much a field looks like the step counter on its own; 0 or less: not a candidate.
 int score_of(const field& f, std::string_view message) {
   if (f.not_training) return -1;
@@ -104,6 +110,19 @@ counter_learner::choice counter_learner::choose(std::string_view message, const 
       c.counter = &x;
     }
     if (x.role == field_role::epoch && c.epoch == nullptr) c.epoch = &x;
+  }
+  // "Epoch 1 | iter 4 step 1 | loss train: 10.97": with gradient accumulation the iterations
+  // count micro-batches and the steps count optimizer steps, the run's steps.
+  if (c.counter != nullptr && c.counter->role == field_role::step &&
+      !is_step_word(c.counter->key)) {
+    for (std::size_t i = 0; i < f.count; ++i) {
+      const field& x = f.fields[i];
+      if (&x != c.counter && x.role == field_role::step && is_step_word(x.key) &&
+          x.value <= c.counter->value && score_of(x, message) >= c.score) {
+        c.counter = &x;
+        break;
+      }
+    }
   }
   // "Loss=0.136 Batch_id=468 Accuracy=87.57: 100%|██████████| 469/469 [00:20<00:00, 22.70it/s]":
   // a bar counts its own loop, which the description's batch index only echoes.

@@ -87,6 +87,12 @@ bool match_generic(std::string_view body, match& m, metric_namer* names) {
       std::uint64_t n = 0;
       std::optional<std::uint64_t> total;
       if (!c.fraction(n, total)) break;
+      // "iter 77 step 39: loss 10.83": with gradient accumulation the iterations count
+      // micro-batches and the steps count optimizer steps, the run's steps.
+      if ((key == "iter" || key == "iteration") &&
+          find_key_uint(body.substr(c.pos()), "step").has_value()) {
+        break;
+      }
       const std::string_view before = word_before(body, i);
       if (starts_with_ci(before, "warmup") || contains_ci(body, "checkpoint")) return false;
       // "Saving at step 500", "reached at step 10": a step mentioned, not a step line.
