@@ -18,10 +18,11 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
   }
   if (e) {
     if (!epoch_base_) {
-      // Epochs printed "e/E" count from 1 unless a 0 is printed; bare ones from what they
-      // start at when that is 0 or 1, else from 0.  One base for the run: the lines of one
+      // Epochs count from 1 ("Epoch 1/10", fairseq's "| epoch 005") unless the first one seen
+      // is 0.  A log that starts later (a resumed run, an excerpt) says nothing either way: its
+      // gaps are right, its step may be one epoch off.  One base for the run: the lines of one
       // trainer count epochs one way, whichever template they have.
-      epoch_base_ = e->value == 0 ? 0 : (e->total || e->value == 1 ? 1 : 0);
+      epoch_base_ = e->value == 0 ? 0 : 1;
     }
     const std::uint64_t base = *epoch_base_;
     out.epoch = e->value >= base ? e->value - base : 0;
