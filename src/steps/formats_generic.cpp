@@ -116,16 +116,15 @@ bool match_generic(std::string_view body, match& m, metric_namer* names) {
       for (const auto& x : metrics)
         training = training || training_metric(x);
       if (!training) return false;
-      bool has_loss = false;
       bool has_val = false;
-      for (const auto& x : metrics) {
-        has_loss = has_loss || x.name == "loss";
+      for (const auto& x : metrics)
         has_val = has_val || x.name == "val_loss";
-      }
       auto evalish = [](std::string_view w) {
         return starts_with_ci(w, "val") || starts_with_ci(w, "eval") || starts_with_ci(w, "test");
       };
-      const bool eval = evalish(before) || evalish(body) || (has_val && !has_loss);
+      // A validation loss, beside the training loss or not, reports an evaluation at that step
+      // (nanoGPT's "step 250: train loss 1.97, val loss 2.07" beside its "iter 250:" lines).
+      const bool eval = evalish(before) || evalish(body) || has_val;
       m.kind = eval ? line_kind::phase_end : line_kind::step;
       if (eval) m.phase = "eval";
       m.step = n;
