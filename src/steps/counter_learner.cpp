@@ -36,6 +36,27 @@ bool is_step_word(std::string_view key) {
   return eq_ci(k, "step") || eq_ci(k, "steps");
 }
 
+// A line that is only a named step counter over its total: "[step=3/739328]" (OLMo),
+// "[batch=2/3]:" (Composer), whose values follow on the lines after it.
+bool progress_header(std::string_view message, const field& c) {
+  if ((c.role != field_role::step && c.role != field_role::global) || !c.total ||
+      c.value > *c.total || c.not_training || c.key.empty()) {
+    return false;
+  }
+  auto mark = [](char ch) { return is_space(ch) || ch == '[' || ch == ']' || ch == ':'; };
+  const auto key_at = static_cast<std::size_t>(c.key.data() - message.data());
+  for (std::size_t i = 0; i < key_at; ++i) {
+    if (!mark(message[i])) return false;
+  }
+  std::size_t e = c.pos;
+  while (e < message.size() && (is_digit(message[e]) || message[e] == '/' || is_space(message[e])))
+    ++e;
+  for (; e < message.size(); ++e) {
+    if (!mark(message[e])) return false;
+  }
+  return true;
+}
+
 // How much a field looks like the step counter on its own; 0 or less: not a candidate.
 int score_of(const field& f, std::string_view message) {
   if (f.not_training) return -1;
@@ -341,9 +362,9 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   bool beside = c.score >= 60 && c.epoch != nullptr;
   for (std::size_t i = 0; i < f.count && c.score >= 100 && !beside; ++i)
     beside = &f.fields[i] != c.counter && f.fields[i].role == field_role::step;
-  const bool evidence =
-      !f.notice && ((c.score >= 40 && f.metric_values) || step_row(f, cf) || beside ||
-                    cf.place == field_place::bar || under_header || epoch_counter);
+  const bool evidence = !f.notice && ((c.score >= 40 && f.metric_values) || step_row(f, cf) ||
+                                      beside || cf.place == field_place::bar || under_header ||
+                                      epoch_counter || progress_header(message, cf));
   const bool behaved = !f.notice && t->steady >= 2;
   if (!t->adopted && !evidence && !behaved) {
     if (why) {
