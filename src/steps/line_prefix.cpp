@@ -62,6 +62,10 @@ std::size_t clock_len(std::string_view s) {
         ++i;
     }
   }
+  // "22:30:4", "12:345": not a clock, or one cut short; its digits must not be left behind as a
+  // counter.
+  if (i < s.size() && (is_digit(s[i]) || (s[i] == ':' && i + 1 < s.size() && is_digit(s[i + 1]))))
+    return 0;
   if (i < s.size() && s[i] == 'Z') ++i;
   return i;
 }
