@@ -30,7 +30,7 @@ using wc = word_class;
 // One table for every word the field reader knows, sorted for a binary search: a log line has
 // tens of words and each is looked up once.
 constexpr auto kVocabulary = [] {
-  std::array<entry, 138> t = {{
+  std::array<entry, 139> t = {{
       {"acc", wc::loss_like},
       {"accuracy", wc::loss_like},
       {"after", wc::none, kMention},
@@ -141,6 +141,7 @@ constexpr auto kVocabulary = [] {
       {"speed", wc::metric},
       {"step", wc::none, kStep},
       {"steps", wc::none, kStep},
+      {"stopping", wc::notice},  // "stopping_early: wallclock_cap ... step:1312/20000"
       {"test", wc::eval, kOtherLoop},
       {"testing", wc::eval, kOtherLoop},
       {"tick", wc::none, kStep},

@@ -128,6 +128,7 @@ struct scanner {
   bool light = false;
   bool counts = false;
   std::uint8_t ints = 0;
+  bool quantity = false;  // a whole number with a unit
   bool space = false;
   // The message's words, for its description.
   bool metric = false;
@@ -407,15 +408,18 @@ struct scanner {
     const std::string_view unit = s.substr(j, u - j);
     mix(out.template_hash, '#');
     // "161ms/step" and "2s/step" share a template: a unit is part of the masked number.
-    if (!unit.empty() && unit_word(unit) && !range_end) j = u;
-    if (j < n && s[j] == '%') ++j;
+    if (!unit.empty() && unit_word(unit) && !range_end) {
+      j = u;
+      quantity = true;  // "train_time:17555ms": a measured value, as a float is
+    }
+    const bool percent = j < n && s[j] == '%';
+    if (percent) ++j;
     if (!whole) {
       out.float_values = true;
       for (std::size_t k = start; k < j; ++k)
         mix(out.value_hash, s[k]);
       mix(out.value_hash, ' ');
-    } else if (!skip && !overflow && (j >= n || s[j] != '%') &&
-               (unit.empty() || !unit_word(unit) || range_end)) {
+    } else if (!skip && !overflow && !percent && (unit.empty() || !unit_word(unit) || range_end)) {
       add_field(start, range_end ? range_end : j, v, total, total_end);
     }
     i = j;
@@ -527,7 +531,7 @@ struct scanner {
       prev_sep = c;
       ++i;
     }
-    out.metric_values = metric && (out.float_values || ints > out.count);
+    out.metric_values = metric && (out.float_values || quantity || ints > out.count);
     out.eval_values = eval_metric;
     out.eval_word = eval_word;
     // ESPnet2's "1epoch results: [train] ... [valid] loss=2.387": an epoch's results with
