@@ -96,7 +96,11 @@ std::size_t timestamp_len(std::string_view s) {
   if (!(a == 4 ? c == 2 : (c == 4 || c == 2))) return 0;
   std::size_t i = a + 4 + c;
   if (i + 1 < s.size() && (s[i] == ' ' || s[i] == 'T')) {
-    if (const std::size_t t = clock_len(s.substr(i + 1))) i += 1 + t;
+    if (const std::size_t t = clock_len(s.substr(i + 1))) {
+      i += 1 + t;
+    } else if (is_digit(s[i + 1])) {
+      return 0;  // "2019-08-21 14Upoc": a timestamp cut short, whose digits are no counter
+    }
   }
   // A UTC offset after the time: +00:00 or +0000.
   if (i + 5 <= s.size() && (s[i] == '+' || s[i] == '-') && is_digit(s[i + 1]) &&
