@@ -12,7 +12,7 @@ namespace joules::cli {
 namespace {
 
 constexpr options::command_text kText{
-    "remediate", "take a node out of service after a critical finding (dry run by default)",
+    "remediate", "drain or cordon a node after a critical finding",
     "[OPTIONS] [--] [CMD [ARGS...]]",
     "Drains this node in Slurm (scontrol update nodename=NODE state=drain reason=REASON), "
     "cordons it in Kubernetes (kubectl cordon NODE), or runs CMD with JOULES_REMEDIATE_NODE and "
@@ -29,8 +29,7 @@ constexpr options::command_text kText{
     "joules remediate --reason 'GPU 3 lost'\n"
     "joules doctor --json > doctor.json; joules remediate --report doctor.json\n"
     "joules remediate --action cordon --node gpu-node-7 --reason 'ECC errors'\n"
-    "joules remediate --action command --allow command --reason 'row remap failure' -- "
-    "logger -t joules"};
+    "joules remediate --action command --allow command --reason ECC -- logger"};
 
 class remediate_command final : public options::command {
  public:
