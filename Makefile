@@ -4,7 +4,8 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: demo test build deps deps-test bench format format-check tidy clean
+.PHONY: demo test test-python test-wheel test-integrations build deps deps-test bench format \
+	format-check tidy clean
 
 demo: deps build
 	@scripts/demo build/release
@@ -20,15 +21,33 @@ deps-test:
 	@scripts/install-deps test
 
 # Every test: a -Werror debug build, an AddressSanitizer+UBSan build and a ThreadSanitizer
-# build, each with its whole test suite, and the formatting check.
+# build, each with its whole test suite, the formatting check, and the Python package built with
+# the normal toolchain, installed into a fresh venv and tested there.
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
+	@scripts/test-python $(JOBS)
+
+# The Python package alone (tests/python): wheel, fresh venv, `joules` on its PATH, the API on
+# the fake NVML.
+test-python: deps-test
+	@scripts/test-python $(JOBS)
+
+# The manylinux_2_28 wheel (Zig's toolchain), auditwheel's check, and tests/python against it
+# installed from the file.  Slower than make test's build; .ci/run runs it.
+test-wheel: deps-test
+	@scripts/test-wheel $(JOBS)
+
+# The framework callbacks against real transformers, Lightning and Keras trainers on the CPU
+# (the frameworks, some GB, are installed once into build/integrations-venv).  .ci/run runs it.
+test-integrations: deps-test
+	@scripts/test-integrations $(JOBS)
 
 bench:
 	@scripts/install-deps bench
 	cmake --preset release >/dev/null
 	cmake --build build/release -j $(JOBS)
 	bench/run
+	bench/python_package.py "$$(scripts/build-wheel $(JOBS) | tail -n 1)"
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.c' '*.h')

@@ -111,6 +111,16 @@ class Measurement:
                 self._monitor = None
             return self._data["final"]
 
+    def __del__(self) -> None:
+        # A window ended but never read: its numbers are freed in the library now, not kept
+        # until the monitor closes (a training loop may end millions of windows).
+        monitor = self._monitor
+        if monitor is not None:
+            try:
+                monitor._discard(self)
+            except Exception:  # the monitor closed or the process forked: nothing to free
+                pass
+
     def _fields(self) -> Dict[str, Any]:
         data = self._data
         if data is None or not data["final"]:
@@ -341,6 +351,11 @@ class Monitor:
                 self._pending.discard(m)
             self._native.release(window_id)
         return m
+
+    def _discard(self, m: Measurement) -> None:
+        """A measurement dropped unread: its window is freed in the library."""
+        if not self._native.closed and os.getpid() == self._pid:
+            self._native.release(m._id)
 
     def _finished(self, m: Measurement) -> None:
         """A measurement became final: its window is freed in the library."""

@@ -5,6 +5,7 @@ and ``step`` open a default one (the job's GPUs, ``JOULES_BACKEND`` or auto).  A
 child forgets both: a monitor's reading thread lives only in the process that opened it."""
 from __future__ import annotations
 
+import atexit
 import os
 import threading
 from typing import TYPE_CHECKING, List, Optional
@@ -63,4 +64,16 @@ def _forget_after_fork() -> None:
     _default = None
 
 
+def _close_all() -> None:
+    """At exit: every monitor still open is closed, its windows made final first."""
+    with _lock:
+        monitors = list(reversed(_open))
+    for monitor in monitors:
+        try:
+            monitor.close()
+        except Exception:  # exiting: a monitor that cannot close has nothing left to lose
+            pass
+
+
 os.register_at_fork(after_in_child=_forget_after_fork)
+atexit.register(_close_all)

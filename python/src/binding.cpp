@@ -223,6 +223,9 @@ void step_unmonitored(std::uint64_t step, std::uint64_t tokens) {
 
 NB_MODULE(_joules, m) {
   m.doc() = "The C API of libjoules (include/joules/joules.h), as joules' Python package uses it.";
+  // A monitor or a measurement held by a global at interpreter exit is ordinary Python; nanobind
+  // would report it as a leak on every such exit.  python/joules/_state.py closes the monitors.
+  nb::set_leak_warnings(false);
   m.def("version", [] { return std::string(joules_version()); },
         "The library's version (joules_version).");
   m.def("header_version", [] { return std::string(JOULES_VERSION_STRING); },
