@@ -11,7 +11,7 @@ import time
 import pytest
 
 import joules
-from conftest import constant, h100, run_python, venv_env
+from fake_gpus import constant, h100, run_python, venv_env
 
 
 def test_measure_as_a_block_and_its_summary_line(gpus, capsys):

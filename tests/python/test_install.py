@@ -11,7 +11,7 @@ import sys
 
 import joules
 
-from conftest import ROOT, VENV_BIN, run_python, venv_env
+from fake_gpus import ROOT, VENV_BIN, run_python, venv_env
 
 
 def cmake_version() -> str:

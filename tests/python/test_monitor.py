@@ -8,7 +8,7 @@ import time
 import pytest
 
 import joules
-from conftest import constant, h100
+from fake_gpus import constant, h100
 
 WATTS_8 = [100.0 + 75.0 * i for i in range(8)]
 

@@ -1,0 +1,58 @@
+"""joules.integrations.lightning.JoulesCallback in a real Lightning Trainer (a linear model on
+the CPU), measuring a fake GPU at 400 W; what it logs is read back from Lightning's CSV logger."""
+from __future__ import annotations
+
+import csv
+import time
+
+import pytest
+
+torch = pytest.importorskip("torch")
+L = pytest.importorskip("lightning")
+
+from fake_gpus import constant, h100  # noqa: E402
+from joules.integrations.lightning import JoulesCallback  # noqa: E402
+
+
+class Tiny(L.LightningModule):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.Linear(8, 1)
+
+    def training_step(self, batch, batch_idx):
+        x, y = batch
+        time.sleep(0.03)  # a step long enough for the counter to move between steps
+        return torch.nn.functional.mse_loss(self.layer(x), y)
+
+    def configure_optimizers(self):
+        return torch.optim.SGD(self.parameters(), lr=0.01)
+
+
+def test_energy_is_logged_through_self_log(gpus, tmp_path, capsys):
+    gpus({"devices": [h100(constant(400))]})
+    torch.manual_seed(0)
+    data = torch.utils.data.TensorDataset(torch.randn(64, 8), torch.randn(64, 1))
+    loader = torch.utils.data.DataLoader(data, batch_size=8)
+    callback = JoulesCallback(cpu=False, tokens_per_step=8)
+    logger = L.pytorch.loggers.CSVLogger(str(tmp_path), name="run")
+    trainer = L.Trainer(max_epochs=2, accelerator="cpu", devices=1, logger=logger,
+                        log_every_n_steps=1, enable_progress_bar=False,
+                        enable_checkpointing=False, enable_model_summary=False,
+                        callbacks=[callback])
+    trainer.fit(Tiny(), loader)
+    with open(next(tmp_path.glob("run/version_*/metrics.csv"))) as f:
+        rows = list(csv.DictReader(f))
+    steps = [float(r["energy/step_j"]) for r in rows if r.get("energy/step_j")]
+    epochs = [float(r["energy/epoch_j"]) for r in rows if r.get("energy/epoch_j")]
+    per_token = [float(r["energy/joules_per_token"]) for r in rows
+                 if r.get("energy/joules_per_token")]
+    assert len(steps) >= 4, rows
+    for s in steps:  # a step: 30 ms of sleep and some work, at 400 W
+        assert 400 * 0.03 * 0.99 <= s <= 400 * 0.2
+    assert per_token and per_token[0] == pytest.approx(steps[0] / 8)
+    assert len(epochs) == 2
+    assert sum(epochs) == pytest.approx(callback.total_energy, rel=1e-6)
+    assert callback.windows.steps == 16
+    assert callback.total_energy == pytest.approx(400 * callback.windows.total_time, rel=0.01)
+    assert callback.result.total_energy == pytest.approx(400 * callback.result.time, rel=0.01)
+    assert "joules: 'training': " in capsys.readouterr().err
