@@ -345,11 +345,14 @@ class Monitor:
         with self._lock:
             self._pending.add(m)
         if not (self.exact if exact is None else exact):
+            # The best numbers now, kept as they are; the window is freed at once (a final
+            # reading has freed it already).
             m._resolve(0)
-            m._monitor = None
-            with self._lock:
-                self._pending.discard(m)
-            self._native.release(window_id)
+            if m._monitor is not None:
+                m._monitor = None
+                with self._lock:
+                    self._pending.discard(m)
+                self._native.release(window_id)
         return m
 
     def _discard(self, m: Measurement) -> None:

@@ -54,7 +54,9 @@ class Tracker:
 
     Args:
         epochs: the run's epochs.
-        epochs_before_pred: epochs measured before the prediction (0: none).
+        epochs_before_pred: epochs measured before the prediction (0: none).  It is made at
+            the first epoch edge (start or end) at which their numbers are final, one counter
+            update after the epoch's end: reading them never holds up training.
         monitor_epochs: epochs after which the actual consumption is reported and tracking
             ends (-1: all of them).
         carbon_intensity: grid intensity in gCO2e/kWh (without it there is no CO2e).
@@ -63,7 +65,8 @@ class Tracker:
         budget_energy_j, budget_duration_s, budget_co2e_g, budget_cost: limits for the
             predicted run.
         on_budget: ``"warn"`` (default) prints a warning when the prediction passes a budget;
-            ``"stop"`` raises :class:`joules.BudgetExceeded` from ``epoch_end``.
+            ``"stop"`` reports what was measured and raises :class:`joules.BudgetExceeded`
+            from the ``epoch_end`` or ``epoch_start`` that made the prediction (or ``stop``).
         log_dir: a folder for a JSONL log of the epochs, predictions and the end
             (``joules.read`` reads it); None: no file.
         verbose: 0 prints nothing, 1 (default) the prediction and the actual consumption.
@@ -111,6 +114,9 @@ class Tracker:
         self.epoch_measurements: List[Measurement] = []
         self.predictions: List[Prediction] = []
         self.over_budget: Optional[str] = None
+        #: After stop(): the run's energy_j, duration_s, co2e_g and cost (from the tracker's
+        #: creation to stop(): the epochs and what ran before, between and after them).
+        self.result: Optional[Dict[str, Optional[float]]] = None
         self.stopped = False
         self._tag = f"joules.Tracker {id(self):x}"
         self._setup: Optional[Measurement] = None
@@ -137,6 +143,7 @@ class Tracker:
         self._open = f"{self._tag} epoch {self.epoch}"
         self.monitor.begin_window(self._open)
         self._in_epoch = True
+        self._maybe_predict(wait=False)
 
     def epoch_end(self) -> None:
         """The epoch ends now: after ``epochs_before_pred`` epochs the prediction is made (it
@@ -153,9 +160,7 @@ class Tracker:
         self._write({"type": "epoch", "epoch": self.epoch, "duration_s": m.time,
                      "energy_j": m.total_energy, "gpu_energy_j": m.gpu_total_energy,
                      "method": m.method, "lost": m.lost})
-        if self.epoch == self.epochs_before_pred:
-            prediction = self.predict()
-            self._report_prediction(prediction)
+        self._maybe_predict(wait=False)
         if self.epoch >= self.monitor_epochs:
             self.stop()
 
@@ -166,19 +171,28 @@ class Tracker:
             return
         self.stopped = True
         ended = self.monitor.end_window(self._open, sync_execution=False)
+        self._maybe_predict(wait=True)
         if self._in_epoch:
             ended.name = f"epoch {self.epoch} (interrupted)"
-        energy, duration = self._epochs_total()
+        # The windows are contiguous from the tracker's creation to now: their sum is the run's.
+        windows = [w for w in (self._setup, *self.epoch_measurements, *self._gaps, ended) if w]
+        energy = sum(w.total_energy for w in windows)
+        duration = sum(w.time for w in windows)
+        epochs_energy, epochs_duration = self._epochs_total()
         co2e, cost = self._carbon(energy / 3.6e6)
-        text = (f"joules: actual for {len(self.epoch_measurements)} epoch(s): "
-                f"{joules_text(energy)} in {seconds_text(duration)}"
-                + self._carbon_text(co2e, cost))
-        self._say(text)
-        self._write({"type": "tracker_end", "epochs": len(self.epoch_measurements),
-                     "energy_j": energy, "duration_s": duration,
-                     "energy_kwh": energy / 3.6e6, "co2e_g": co2e, "cost": cost,
-                     "currency": self.currency if cost is not None else None,
-                     "interrupted": self._in_epoch or len(self.epoch_measurements) < self.epochs})
+        done = len(self.epoch_measurements)
+        self._say(f"joules: actual for {done} epoch(s): {joules_text(energy)} in "
+                  f"{seconds_text(duration)}" + self._carbon_text(co2e, cost)
+                  + f" (the epochs alone: {joules_text(epochs_energy)} in "
+                  f"{seconds_text(epochs_duration)})")
+        self._write({"type": "tracker_end", "epochs": done, "energy_j": energy,
+                     "duration_s": duration, "epochs_energy_j": epochs_energy,
+                     "epochs_duration_s": epochs_duration, "energy_kwh": energy / 3.6e6,
+                     "facility_energy_kwh": energy / 3.6e6 * self.pue, "co2e_g": co2e,
+                     "cost": cost, "currency": self.currency if cost is not None else None,
+                     "method": ended.method, "lost": ended.lost,
+                     "interrupted": self._in_epoch or done < self.epochs})
+        self.result = {"energy_j": energy, "duration_s": duration, "co2e_g": co2e, "cost": cost}
         if self._log is not None:
             self._log.close()
             self._log = None
@@ -191,15 +205,31 @@ class Tracker:
 
     # -- the prediction --------------------------------------------------------------------
 
-    def predict(self) -> Prediction:
-        """The prediction of the whole run from the epochs measured so far (waits for their
-        numbers to be final)."""
-        done = len(self.epoch_measurements)
-        if done == 0:
-            raise RuntimeError("joules.Tracker: no epoch has ended yet")
-        span_energy = sum(m.total_energy for m in self.epoch_measurements)
-        span_energy += sum(g.total_energy for g in self._gaps)
-        span_time = sum(m.time for m in self.epoch_measurements) + sum(g.time for g in self._gaps)
+    def _basis(self, done: int) -> List[Measurement]:
+        """The windows a prediction from the first `done` epochs rests on: the setup, those
+        epochs and the stretches between them (contiguous)."""
+        return [w for w in (self._setup, *self.epoch_measurements[:done],
+                            *self._gaps[:done - 1]) if w is not None]
+
+    def _maybe_predict(self, wait: bool) -> None:
+        """The prediction after `epochs_before_pred` epochs, at the first epoch edge at which
+        their numbers are final (one counter update after the epoch's end), or at stop
+        (`wait`): reading them never holds up training."""
+        done = self.epochs_before_pred
+        if (self.predictions or done == 0 or len(self.epoch_measurements) < done
+                or not (wait or all(w.ready for w in self._basis(done)))):
+            return
+        self._report_prediction(self.predict(done))
+
+    def predict(self, at_epoch: Optional[int] = None) -> Prediction:
+        """The prediction of the whole run from the first `at_epoch` epochs (default: every
+        epoch ended so far); waits for their numbers to be final."""
+        done = len(self.epoch_measurements) if at_epoch is None else at_epoch
+        if done == 0 or done > len(self.epoch_measurements):
+            raise RuntimeError(f"joules.Tracker: {done} epoch(s) have not ended yet")
+        spans = [*self.epoch_measurements[:done], *self._gaps[:done - 1]]
+        span_energy = sum(m.total_energy for m in spans)
+        span_time = sum(m.time for m in spans)
         setup = self._setup
         so_far_energy = span_energy + (setup.total_energy if setup else 0.0)
         so_far_time = span_time + (setup.time if setup else 0.0)
@@ -237,7 +267,7 @@ class Tracker:
                        f"{value:.6g} > {limit:.6g}")
             self._write({"type": "budget_exceeded", "budget": budget, "limit": limit,
                          "predicted": value, "action": self.on_budget})
-            if self.on_budget == "stop":
+            if self.on_budget == "stop" and not self.stopped:
                 self._say(message + "; stopping")
                 self.stop()
                 raise BudgetExceeded(message, p, budget)

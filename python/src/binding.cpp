@@ -50,8 +50,8 @@ using energy_tuple = std::tuple<double, double, int, bool>;
 // A result: (final, duration_s, total_energy_j, gpu_energy_j, cpu_energy_j, dram_energy_j,
 // error_j, method, devices).  CPU and DRAM are NaN when not measured; python/joules/_monitor.py
 // makes them None.
-using result_tuple =
-    std::tuple<bool, double, double, double, double, double, double, int, std::vector<energy_tuple>>;
+using result_tuple = std::tuple<bool, double, double, double, double, double, double, int,
+                                std::vector<energy_tuple>>;
 
 result_tuple to_tuple(const joules_result& r, const std::vector<joules_device_energy>& devices) {
   std::vector<energy_tuple> out;
@@ -59,9 +59,8 @@ result_tuple to_tuple(const joules_result& r, const std::vector<joules_device_en
   for (const auto& d : devices) {
     out.emplace_back(d.energy_j, d.error_j, static_cast<int>(d.method), d.lost != 0);
   }
-  return {r.final != 0,     r.duration_s,    r.total_energy_j,         r.gpu_energy_j,
-          r.cpu_energy_j,   r.dram_energy_j, r.error_j, static_cast<int>(r.method),
-          std::move(out)};
+  return {r.final != 0,    r.duration_s, r.total_energy_j,           r.gpu_energy_j, r.cpu_energy_j,
+          r.dram_energy_j, r.error_j,    static_cast<int>(r.method), std::move(out)};
 }
 
 joules_result empty_result() {
@@ -170,9 +169,8 @@ class native_monitor {
   result_tuple totals() {
     joules_result r = empty_result();
     std::vector<joules_device_energy> devices(device_count_);
-    check(with_monitor([&](joules_monitor* m) {
-      return joules_totals(m, &r, devices.data(), devices.size());
-    }));
+    check(with_monitor(
+        [&](joules_monitor* m) { return joules_totals(m, &r, devices.data(), devices.size()); }));
     devices.resize(std::min(devices.size(), r.device_count));
     return to_tuple(r, devices);
   }
@@ -198,8 +196,8 @@ class native_monitor {
 
   [[noreturn]] static void raise_closed() {
     nb::module_ errors = nb::module_::import_("joules._errors");
-    errors.attr("raise_status")(static_cast<int>(JOULES_E_STATE),
-                                joules_strerror(JOULES_E_STATE), "the monitor is closed");
+    errors.attr("raise_status")(static_cast<int>(JOULES_E_STATE), joules_strerror(JOULES_E_STATE),
+                                "the monitor is closed");
     throw std::logic_error("joules._errors.raise_status returned");
   }
 
@@ -226,25 +224,29 @@ NB_MODULE(_joules, m) {
   // A monitor or a measurement held by a global at interpreter exit is ordinary Python; nanobind
   // would report it as a leak on every such exit.  python/joules/_state.py closes the monitors.
   nb::set_leak_warnings(false);
-  m.def("version", [] { return std::string(joules_version()); },
-        "The library's version (joules_version).");
-  m.def("header_version", [] { return std::string(JOULES_VERSION_STRING); },
-        "The version of the header this module was built against.");
-  m.def("wrapped", [] { return joules_wrapped() != 0; },
-        "Whether this process runs under `joules wrap` with its step channel.");
+  m.def(
+      "version", [] { return std::string(joules_version()); },
+      "The library's version (joules_version).");
+  m.def(
+      "header_version", [] { return std::string(JOULES_VERSION_STRING); },
+      "The version of the header this module was built against.");
+  m.def(
+      "wrapped", [] { return joules_wrapped() != 0; },
+      "Whether this process runs under `joules wrap` with its step channel.");
   m.def("step", &step_unmonitored, nb::arg("step"), nb::arg("tokens"),
         "joules_step without a monitor: tells `joules wrap` that a step ended now.");
-  m.def("strerror", [](int status) { return std::string(joules_strerror(
-                                         static_cast<joules_status>(status))); },
-        nb::arg("status"));
+  m.def(
+      "strerror",
+      [](int status) { return std::string(joules_strerror(static_cast<joules_status>(status))); },
+      nb::arg("status"));
 
   nb::class_<native_monitor>(m, "NativeMonitor")
-      .def(nb::init<int, std::optional<std::string>, bool, std::uint32_t,
-                    std::optional<std::string>, std::optional<std::string>, std::uint32_t,
-                    std::optional<std::string>>(),
-           nb::arg("backend"), nb::arg("gpus").none(), nb::arg("cpu"), nb::arg("interval_ms"),
-           nb::arg("nvml_library").none(), nb::arg("sim_model").none(), nb::arg("sim_gpus"),
-           nb::arg("sim_profile").none())
+      .def(
+          nb::init<int, std::optional<std::string>, bool, std::uint32_t, std::optional<std::string>,
+                   std::optional<std::string>, std::uint32_t, std::optional<std::string>>(),
+          nb::arg("backend"), nb::arg("gpus").none(), nb::arg("cpu"), nb::arg("interval_ms"),
+          nb::arg("nvml_library").none(), nb::arg("sim_model").none(), nb::arg("sim_gpus"),
+          nb::arg("sim_profile").none())
       .def("close", &native_monitor::close)
       .def_prop_ro("closed", &native_monitor::closed)
       .def("devices", &native_monitor::devices)

@@ -205,17 +205,24 @@ def test_threads_share_a_monitor_and_the_gil_is_released_while_waiting(gpus):
             while not done.is_set():
                 counter[0] += 1
 
-        monitor.begin_window("wait")
-        m = monitor.end_window("wait")
         spinner = threading.Thread(target=spin)
         spinner.start()
-        before = counter[0]
-        m.wait()
-        after = counter[0]
-        done.set()
-        spinner.join()
-        assert m.final
-        assert after > before
+        try:
+            for k in range(3):
+                monitor.begin_window(f"wait {k}")
+                m = monitor.end_window(f"wait {k}")
+                before = counter[0]
+                t = time.perf_counter()
+                m.wait()
+                waited = time.perf_counter() - t
+                after = counter[0]
+                assert m.final
+                # The wait lasts until the next counter update (0-100 ms here): with the GIL
+                # held, the spinner could not have counted meanwhile.
+                assert after > before or waited < 0.002, (k, waited)
+        finally:
+            done.set()
+            spinner.join()
 
 
 def test_fork_the_child_opens_its_own_monitor(gpus):
