@@ -27,6 +27,8 @@ METHODS = ("none", "counter", "polled", "simulated", "estimated")
 #: joules_device_kind, by value.
 KINDS = ("gpu", "cpu", "dram")
 _BACKENDS = {"auto": 0, "nvml": 1, "sim": 2}
+# exact=False: how long each wait for the first reading after a window's end lasts.
+_EARLY_POLL_MS = 2
 
 GpuSpec = Union[None, str, int, Sequence[Union[int, str]]]
 
@@ -345,9 +347,12 @@ class Monitor:
         with self._lock:
             self._pending.add(m)
         if not (self.exact if exact is None else exact):
-            # The best numbers now, kept as they are; the window is freed at once (a final
-            # reading has freed it already).
-            m._resolve(0)
+            # The numbers of the first reading after the window's end (the end woke the reading
+            # thread: a few milliseconds), without waiting for the counters' next update; kept
+            # as they are, and the window freed (a final reading has freed it already).
+            while not m._resolve(_EARLY_POLL_MS) and m._data is not None \
+                    and m._data["method"] == "none" and not self._native.closed:
+                pass
             if m._monitor is not None:
                 m._monitor = None
                 with self._lock:

@@ -3,6 +3,7 @@ fake GPU at 250 W."""
 from __future__ import annotations
 
 import os
+import time
 
 import pytest
 
@@ -18,9 +19,14 @@ def test_energy_joins_the_epoch_logs(gpus):
     gpus({"devices": [h100(constant(250))]})
     x = np.random.default_rng(0).normal(size=(64, 8)).astype("float32")
     y = x.sum(axis=1, keepdims=True)
-    model = keras.Sequential([keras.Input(shape=(8,)), keras.layers.Dense(1)])
+    def slow(x):  # a batch long enough for readings to fall inside it (eager torch backend)
+        time.sleep(0.02)
+        return x
+
+    model = keras.Sequential([keras.Input(shape=(8,)), keras.layers.Lambda(slow),
+                              keras.layers.Dense(1)])
     model.compile(optimizer="sgd", loss="mse")
-    callback = JoulesCallback(cpu=False, tokens_per_step=16, summary=False)
+    callback = JoulesCallback(cpu=False, gpus="all", tokens_per_step=16, summary=False)
     history = model.fit(x, y, epochs=2, batch_size=16, verbose=0, callbacks=[callback])
     energies = history.history["energy_j"]
     assert len(energies) == 2
@@ -29,5 +35,7 @@ def test_energy_joins_the_epoch_logs(gpus):
     for e, per_step in zip(energies, history.history["energy_step_j"]):
         assert per_step == pytest.approx(e / 4)
     assert history.history["joules_per_token"][0] == pytest.approx(energies[0] / 64)
-    assert callback.windows.total_energy == pytest.approx(250 * callback.windows.total_time,
-                                                          rel=0.01)
+    # Each batch placed from the readings around its edges: within the bound the library gives.
+    w = callback.windows
+    assert abs(w.total_energy - 250 * w.total_time) <= w.total_error + 0.01 * w.total_energy
+    assert w.total_energy == pytest.approx(250 * w.total_time, rel=0.05)

@@ -43,7 +43,7 @@ def tiny_trainer(tmp_path, callbacks, steps=6):
 def test_energy_per_step_and_per_token_reach_the_reporting_callbacks(gpus, tmp_path, capsys):
     gpus({"devices": [h100(constant(300)), h100(constant(300))]})
     reporter = Recorder()  # added before joules' callback, as the Trainer adds W&B's
-    callback = JoulesCallback(cpu=False)
+    callback = JoulesCallback(cpu=False, gpus="all")
     trainer = tiny_trainer(tmp_path, [reporter, callback])
     trainer.train()
     lines = [line for line in reporter.lines if "loss" in line]
@@ -67,7 +67,7 @@ def test_energy_per_step_and_per_token_reach_the_reporting_callbacks(gpus, tmp_p
 
 def test_only_the_first_process_of_a_node_measures(gpus, tmp_path):
     gpus({"devices": [h100(constant(100))]})
-    callback = JoulesCallback(cpu=False, summary=False)
+    callback = JoulesCallback(cpu=False, gpus="all", summary=False)
     trainer = tiny_trainer(tmp_path, [callback], steps=2)
 
     class NotFirst(transformers.TrainerCallback):

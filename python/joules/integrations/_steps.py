@@ -21,6 +21,7 @@ class StepWindows:
         self.monitor_options = monitor_options
         self.pending: Deque[Tuple[Measurement, Optional[int]]] = deque()
         self.total_energy = 0.0
+        self.total_error = 0.0
         self.total_time = 0.0
         self.steps = 0
         self.tokens = 0
@@ -58,6 +59,7 @@ class StepWindows:
         while self.pending and (wait or self.pending[0][0].ready):
             m, tokens = self.pending.popleft()
             self.total_energy += m.total_energy
+            self.total_error += m.error
             self.total_time += m.time
             self.steps += 1
             self.tokens += tokens or 0
