@@ -64,7 +64,7 @@ class Measure:
 
 def _decorate(func: F, name: Optional[str], print_: bool, monitor: Optional[Monitor],
               sync_execution: bool) -> F:
-    label = name or getattr(func, "__qualname__", getattr(func, "__name__", "function"))
+    label: str = name or str(getattr(func, "__qualname__", getattr(func, "__name__", "function")))
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> Any:

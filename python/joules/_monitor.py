@@ -14,7 +14,7 @@ import threading
 import time as _time
 import weakref
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import _joules, _state, _sync
 from ._errors import InvalidArgumentError
@@ -59,8 +59,20 @@ class DeviceEnergy:
     lost: bool
 
 
-def _none_if_nan(x: float) -> Optional[float]:
-    return None if math.isnan(x) else x
+class _Fields(TypedDict):
+    """A Measurement's numbers, as read from the library."""
+
+    final: bool
+    time: float
+    total_energy: float
+    gpu_total_energy: float
+    gpu_energy: Dict[int, float]
+    cpu_energy: Optional[Dict[int, float]]
+    dram_energy: Optional[Dict[int, float]]
+    error: float
+    method: str
+    lost: List[int]
+    devices: List[DeviceEnergy]
 
 
 class Measurement:
@@ -78,7 +90,7 @@ class Measurement:
     __slots__ = ("name", "_monitor", "_id", "_keys", "_lock", "_data", "__weakref__")
 
     def __init__(self, name: str, monitor: Optional["Monitor"], window_id: int,
-                 keys: Mapping[int, int], data: Optional[Dict[str, Any]] = None) -> None:
+                 keys: Mapping[int, int], data: Optional[_Fields] = None) -> None:
         self.name = name
         self._monitor = monitor
         self._id = window_id
@@ -123,7 +135,7 @@ class Measurement:
             except Exception:  # the monitor closed or the process forked: nothing to free
                 pass
 
-    def _fields(self) -> Dict[str, Any]:
+    def _fields(self) -> _Fields:
         data = self._data
         if data is None or not data["final"]:
             self._resolve(-1)
@@ -375,7 +387,7 @@ class Monitor:
 
     # -- results ---------------------------------------------------------------------------
 
-    def _unpack(self, raw: Tuple[Any, ...], keys: Mapping[int, int]) -> Dict[str, Any]:
+    def _unpack(self, raw: Tuple[Any, ...], keys: Mapping[int, int]) -> _Fields:
         final, duration, total, gpu_total, _cpu, _dram, error, method, energies = raw
         gpu: Dict[int, float] = {}
         cpu: Dict[int, float] = {}
@@ -427,7 +439,7 @@ class Monitor:
         return f"<joules.Monitor [{names}]{' closed' if self.closed else ''}>"
 
 
-def _empty_fields() -> Dict[str, Any]:
+def _empty_fields() -> _Fields:
     return {"final": True, "time": 0.0, "total_energy": 0.0, "gpu_total_energy": 0.0,
             "gpu_energy": {}, "cpu_energy": None, "dram_energy": None, "error": 0.0,
             "method": "none", "lost": [], "devices": []}

@@ -26,7 +26,8 @@ def iter_records(source: PathOrFile, type: Optional[Union[str, Iterable[str]]] =
         yield from _parse(source, getattr(source, "name", "<stream>"), wanted)
 
 
-def _parse(lines: IO[str], name: str, wanted: Optional[set]) -> Iterable[Dict[str, Any]]:
+def _parse(lines: IO[str], name: str,
+           wanted: Optional["set[str]"]) -> Iterable[Dict[str, Any]]:
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue

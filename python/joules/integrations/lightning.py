@@ -20,7 +20,7 @@ from typing import Any, Optional
 try:
     from lightning.pytorch.callbacks import Callback
 except ImportError:  # the older package name
-    from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef]
+    from pytorch_lightning.callbacks import Callback  # type: ignore[no-redef,unused-ignore]
 
 from .._monitor import Measurement, Monitor
 from ._steps import StepWindows
