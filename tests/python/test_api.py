@@ -11,7 +11,7 @@ import time
 import pytest
 
 import joules
-from fake_gpus import constant, h100, run_python, venv_env
+from fake_gpus import SHORT_WINDOW_REL, constant, h100, run_python, venv_env
 
 
 def test_measure_as_a_block_and_its_summary_line(gpus, capsys):
@@ -20,7 +20,7 @@ def test_measure_as_a_block_and_its_summary_line(gpus, capsys):
         with joules.measure("eval\x1b[2J", print=True) as m:
             time.sleep(0.3)
         assert m.result is not None and m.result.final
-        assert m.total_energy == pytest.approx(800 * m.time, rel=0.005)
+        assert m.total_energy == pytest.approx(800 * m.time, rel=SHORT_WINDOW_REL)
         assert m.name == "eval\x1b[2J"
     err = capsys.readouterr().err
     # The name came from outside joules: printed escaped, never as a live escape sequence.
@@ -43,7 +43,7 @@ def test_measure_as_a_decorator_recursively_and_in_threads(gpus):
         assert work(2) == 3
         outer = work.last_measurement
         assert outer.name.endswith("work")
-        assert outer.gpu_energy[0] == pytest.approx(200 * outer.time, rel=0.01)
+        assert outer.gpu_energy[0] == pytest.approx(200 * outer.time, rel=SHORT_WINDOW_REL)
         assert outer.time >= 0.15
 
         @joules.measure("named", print=False)
@@ -65,7 +65,7 @@ def test_measure_without_a_monitor_opens_one_for_the_job(gpus):
                    "    time.sleep(0.2)\n"
                    "print(m.gpu_energy[0] / m.time)\n")
     assert r.returncode == 0, r.stderr
-    assert float(r.stdout) == pytest.approx(150, rel=0.01)
+    assert float(r.stdout) == pytest.approx(150, rel=SHORT_WINDOW_REL)
 
 
 def test_steps_feed_the_current_monitor_and_cover_it_without_gaps(gpus):
@@ -77,13 +77,10 @@ def test_steps_feed_the_current_monitor_and_cover_it_without_gaps(gpus):
             steps.append(joules.step(tokens=1000 * (k + 1)))
         totals = monitor.totals()
         durations = [s.time for s in steps]
-        for s, expected in zip(durations, [0.05, 0.10, 0.15, 0.20, 0.25]):
-            assert s == pytest.approx(expected, abs=0.03)
+        for s, slept in zip(durations, [0.05, 0.10, 0.15, 0.20, 0.25]):
+            assert s >= slept - 0.001  # a step lasts at least its sleep (longer on a busy machine)
         for s in steps:
-            # Steps of 50-250 ms: a millisecond of scheduling delay in the reading thread of a
-            # loaded machine is most of a percent here (the 1 s windows of test_monitor.py hold
-            # 0.5 %).
-            assert s.total_energy == pytest.approx(400 * s.time, rel=0.03)
+            assert s.total_energy == pytest.approx(400 * s.time, rel=SHORT_WINDOW_REL)
         # Consecutive steps: together they are the monitor's time from its opening to the last.
         assert sum(durations) <= totals.time + 1e-6
 
@@ -140,14 +137,14 @@ def test_tracker_predicts_the_run_from_its_first_epoch(gpus, tmp_path):
     assert p.at_epoch == 1 and p.epochs == 4
     # The truth: the GPUs draw 2 x 350 W for the whole run.
     for m in tracker.epoch_measurements:
-        assert m.total_energy == pytest.approx(2 * watts * m.time, rel=0.005)
+        assert m.total_energy == pytest.approx(2 * watts * m.time, rel=SHORT_WINDOW_REL)
     actual = tracker.result["energy_j"]
     assert tracker.result["duration_s"] <= t1 - t0
     assert actual == pytest.approx(2 * watts * tracker.result["duration_s"], rel=0.005)
     # Predicted after one epoch, for four: within a few percent of what the run then took.
     assert p.duration_s == pytest.approx(tracker.result["duration_s"], rel=0.05)
     assert p.energy_j == pytest.approx(actual, rel=0.05)
-    assert p.energy_j == pytest.approx(2 * watts * p.duration_s, rel=0.005)
+    assert p.energy_j == pytest.approx(2 * watts * p.duration_s, rel=SHORT_WINDOW_REL)
     assert p.co2e_g == pytest.approx(p.energy_j / 3.6e6 * 1.2 * 400)
     assert p.cost == pytest.approx(p.energy_j / 3.6e6 * 1.2 * 0.3)
     text = stream.getvalue()
@@ -221,4 +218,4 @@ def test_the_ipython_cell_magic(gpus):
     assert "joules: 'sleepy': " in r.stdout
     result = [line.split() for line in r.stdout.splitlines() if line.startswith("RESULT")]
     assert len(result) == 1 and result[0][1:3] == ["42", "sleepy"], r.stdout
-    assert float(result[0][3]) == pytest.approx(250, rel=0.01)
+    assert float(result[0][3]) == pytest.approx(250, rel=SHORT_WINDOW_REL)
