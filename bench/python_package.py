@@ -90,7 +90,7 @@ def import_times(repeat: int) -> dict:
         for _ in range(repeat):
             r = subprocess.run([str(VPY), "-c", TIMED_IMPORT.format(stmt=stmt)], check=True,
                                capture_output=True, text=True)
-            samples.append(float(r.stdout))
+            samples.append(float(r.stdout.split()[-1]))  # codecarbon prints notes first
         out[tool] = {"median_ms": statistics.median(samples) * 1e3,
                      "min_ms": min(samples) * 1e3, "runs": repeat}
     return out

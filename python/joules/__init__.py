@@ -22,9 +22,11 @@ Python.  Names are imported on first use, so ``import joules`` stays cheap.
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from ._joules import version as _library_version
+
+# Not `from typing import TYPE_CHECKING`: importing typing (with re, enum, collections) would
+# take most of `import joules`'s time; type checkers read this name the same way.
+TYPE_CHECKING = False
 
 __version__: str = _library_version()
 
@@ -65,6 +67,8 @@ _LAZY = {
 }
 
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._errors import (BackendError, BudgetExceeded, ForkedError, InvalidArgumentError,
                           JoulesError, NoDeviceError, NotReadyError, NotWrappedError, StateError,
                           WindowNotFoundError)
