@@ -184,44 +184,57 @@ std::size_t api_monitor::instants_waiting() const {
 }
 
 void api_monitor::place_waiting() {
-  bool any = false;
+  // The instants are taken out, placed under the sampler's lock only, and their numbers handed
+  // back under mu_: begin() and end() never wait for the placing, however many instants wait.
+  std::vector<std::shared_ptr<instant>> todo;
   {
     std::lock_guard lock(mu_);
     if (waiting_.empty()) return;
-    const double now = monotonic_seconds(steady::now());
-    sampler_->with_accounts([&](accounting& acc) {
-      for (auto& in : waiting_) {
-        if (place(acc, *in, now - in->t > kPlaceDeadlineS)) any = true;
-      }
-      std::erase_if(waiting_, [](const std::shared_ptr<instant>& in) { return in->placed; });
-      std::optional<double> oldest;
-      for (const auto& in : waiting_)
-        oldest = std::min(oldest.value_or(in->t), in->t);
-      acc.keep_readings_from(oldest);
-    });
+    todo.swap(waiting_);
   }
-  if (any) placed_cv_.notify_all();
+  std::sort(todo.begin(), todo.end(), [](const auto& a, const auto& b) { return a->t < b->t; });
+  std::vector<std::vector<device_point>> values(todo.size());
+  std::size_t placed = 0;
+  const double now = monotonic_seconds(steady::now());
+  sampler_->with_accounts([&](accounting& acc) {
+    // In time order: an instant the readings do not determine yet is followed by others that
+    // they do not determine either.
+    while (placed < todo.size() &&
+           place(acc, todo[placed]->t, now - todo[placed]->t > kPlaceDeadlineS, values[placed])) {
+      ++placed;
+    }
+    acc.keep_readings_from(placed < todo.size() ? std::optional<double>(todo[placed]->t)
+                                                : std::nullopt);
+  });
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t i = 0; i < placed; ++i) {
+      todo[i]->devices = std::move(values[i]);
+      todo[i]->placed = true;
+    }
+    waiting_.insert(waiting_.end(), todo.begin() + static_cast<std::ptrdiff_t>(placed), todo.end());
+  }
+  if (placed > 0) placed_cv_.notify_all();
 }
 
-bool api_monitor::place(const accounting& acc, instant& in, bool force) const {
-  std::vector<device_point> values(acc.device_count());
+bool api_monitor::place(const accounting& acc, double t, bool force,
+                        std::vector<device_point>& values) const {
+  values.assign(acc.device_count(), device_point{});
   for (std::size_t d = 0; d < acc.device_count(); ++d) {
     const device_timeline& tl = acc.timeline(d);
     if (!tl.has_readings()) {
       if (!force && !tl.lost()) return false;
       continue;  // never read: unknown, not zero
     }
-    const auto e = tl.estimate_at(in.t, force);
+    const auto e = tl.estimate_at(t, force);
     if (!e) return false;
     device_point& p = values[d];
     p.energy_uj = to_microjoules(e->energy_j);
     p.edge_error_j = e->edge_error_j;
     p.cumulative_error_j = e->cumulative_error_j;
-    p.method = tl.method_between(in.t, in.t);
+    p.method = tl.method_between(t, t);
     p.lost_at = tl.lost_at();
   }
-  in.devices = std::move(values);
-  in.placed = true;
   return true;
 }
 

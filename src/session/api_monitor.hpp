@@ -123,9 +123,9 @@ class api_monitor {
     std::optional<double> lost_at;
   };
   struct instant {
-    double t = 0.0;
-    bool placed = false;
-    std::vector<device_point> devices;  // once placed
+    double t = 0.0;                     // immutable once the instant is stamped
+    bool placed = false;                // guarded by mu_
+    std::vector<device_point> devices;  // once placed; guarded by mu_
   };
   struct window {
     std::shared_ptr<instant> begin;
@@ -141,9 +141,10 @@ class api_monitor {
   // On the sampler thread after each round: places every waiting instant the readings now
   // determine, and notifies result().
   void place_waiting();
-  // Places `in` from the timelines, or says it cannot yet.  `force`: extrapolate where readings
-  // end early (a device silent for longer than the deadline).
-  bool place(const accounting& acc, instant& in, bool force) const;
+  // The numbers of an instant at t from the timelines into `values`, or false when the readings
+  // do not determine them yet.  `force`: extrapolate where readings end early (a device silent
+  // for longer than the deadline).  With the sampler's lock held.
+  bool place(const accounting& acc, double t, bool force, std::vector<device_point>& values) const;
   // The best numbers so far of an instant not yet placed.  With the sampler's lock held.
   std::vector<device_point> provisional(const accounting& acc, double t) const;
   // A window's numbers from its instants (placed or provisional).  With mu_ held.

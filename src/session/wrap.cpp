@@ -250,16 +250,18 @@ bool wrap_loop::poll_once() {
   const int ready = poll(fds.data(), nfds, timeout_ms);
   if (ready < 0 && errno != EINTR) return false;
   if (ready == 0 && child_.exited() && !backlogged_) return false;
+  const std::size_t sig = readers_.size();
+  // Steps first: a step the command reported before it printed its line is handled before the
+  // line (which then only carries metrics).
+  if ((fds[sig + 2].revents & POLLIN) != 0) read_steps();
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_ready(readers_[i]);
   }
-  const std::size_t sig = readers_.size();
   if ((fds[sig].revents & POLLIN) != 0) {
     child_.handle_signals();
     if (child_.take_winch() && streams_.resize()) killpg(child_.pid(), SIGWINCH);
   }
   if ((fds[sig + 1].revents & POLLIN) != 0) drain_queue();
-  if ((fds[sig + 2].revents & POLLIN) != 0) read_steps();
   const mono_time now = steady::now();
   if (watch_size_ && now >= next_size_check_) {
     next_size_check_ = now + kSizeCheck;
