@@ -6,8 +6,9 @@ DeviceTuple = Tuple[int, int, str, str, int]
 # (energy_j, error_j, method, lost)
 EnergyTuple = Tuple[float, float, int, bool]
 # (final, duration_s, total_energy_j, gpu_energy_j, cpu_energy_j, dram_energy_j, error_j,
-#  method, devices); CPU and DRAM are NaN when not measured
-ResultTuple = Tuple[bool, float, float, float, float, float, float, int, List[EnergyTuple]]
+#  method, devices, begin_monotonic_s, end_monotonic_s); CPU and DRAM are NaN when not measured
+ResultTuple = Tuple[bool, float, float, float, float, float, float, int, List[EnergyTuple], float,
+                    float]
 
 def version() -> str: ...
 def header_version() -> str: ...

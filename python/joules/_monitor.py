@@ -73,6 +73,8 @@ class _Fields(TypedDict):
     method: str
     lost: List[int]
     devices: List[DeviceEnergy]
+    begin_monotonic: float
+    end_monotonic: float
 
 
 class Measurement:
@@ -201,6 +203,16 @@ class Measurement:
         return self._fields()["devices"]
 
     @property
+    def begin_monotonic(self) -> float:
+        """The window's beginning, in seconds on CLOCK_MONOTONIC (``time.monotonic()``)."""
+        return self._fields()["begin_monotonic"]
+
+    @property
+    def end_monotonic(self) -> float:
+        """The window's end, in seconds on CLOCK_MONOTONIC (``time.monotonic()``)."""
+        return self._fields()["end_monotonic"]
+
+    @property
     def avg_power(self) -> Optional[float]:
         """``total_energy / time`` in watts (None for an empty window)."""
         f = self._fields()
@@ -220,6 +232,8 @@ class Measurement:
             "error": f["error"],
             "final": f["final"],
             "lost": list(f["lost"]),
+            "begin_monotonic": f["begin_monotonic"],
+            "end_monotonic": f["end_monotonic"],
         }
 
     def summary(self) -> str:
@@ -388,7 +402,8 @@ class Monitor:
     # -- results ---------------------------------------------------------------------------
 
     def _unpack(self, raw: Tuple[Any, ...], keys: Mapping[int, int]) -> _Fields:
-        final, duration, total, gpu_total, _cpu, _dram, error, method, energies = raw
+        (final, duration, total, gpu_total, _cpu, _dram, error, method, energies, begin,
+         end) = raw
         gpu: Dict[int, float] = {}
         cpu: Dict[int, float] = {}
         dram: Dict[int, float] = {}
@@ -405,7 +420,8 @@ class Monitor:
         return {"final": final, "time": duration, "total_energy": total,
                 "gpu_total_energy": gpu_total, "gpu_energy": gpu, "cpu_energy": cpu or None,
                 "dram_energy": dram or None, "error": error, "method": METHODS[method],
-                "lost": lost, "devices": devices}
+                "lost": lost, "devices": devices, "begin_monotonic": begin,
+                "end_monotonic": end}
 
     # -- lifetime --------------------------------------------------------------------------
 
@@ -442,7 +458,8 @@ class Monitor:
 def _empty_fields() -> _Fields:
     return {"final": True, "time": 0.0, "total_energy": 0.0, "gpu_total_energy": 0.0,
             "gpu_energy": {}, "cpu_energy": None, "dram_energy": None, "error": 0.0,
-            "method": "none", "lost": [], "devices": []}
+            "method": "none", "lost": [], "devices": [], "begin_monotonic": math.nan,
+            "end_monotonic": math.nan}
 
 
 def _gpu_choice(gpus: GpuSpec,

@@ -48,10 +48,10 @@ using device_tuple = std::tuple<int, std::uint32_t, std::string, std::string, in
 // One device's energy in a result: (energy_j, error_j, method, lost).
 using energy_tuple = std::tuple<double, double, int, bool>;
 // A result: (final, duration_s, total_energy_j, gpu_energy_j, cpu_energy_j, dram_energy_j,
-// error_j, method, devices).  CPU and DRAM are NaN when not measured; python/joules/_monitor.py
-// makes them None.
+// error_j, method, devices, begin_monotonic_s, end_monotonic_s).  CPU and DRAM are NaN when not
+// measured; python/joules/_monitor.py makes them None.
 using result_tuple = std::tuple<bool, double, double, double, double, double, double, int,
-                                std::vector<energy_tuple>>;
+                                std::vector<energy_tuple>, double, double>;
 
 result_tuple to_tuple(const joules_result& r, const std::vector<joules_device_energy>& devices) {
   std::vector<energy_tuple> out;
@@ -59,8 +59,9 @@ result_tuple to_tuple(const joules_result& r, const std::vector<joules_device_en
   for (const auto& d : devices) {
     out.emplace_back(d.energy_j, d.error_j, static_cast<int>(d.method), d.lost != 0);
   }
-  return {r.final != 0,    r.duration_s, r.total_energy_j,           r.gpu_energy_j, r.cpu_energy_j,
-          r.dram_energy_j, r.error_j,    static_cast<int>(r.method), std::move(out)};
+  return {r.final != 0,   r.duration_s,        r.total_energy_j, r.gpu_energy_j,
+          r.cpu_energy_j, r.dram_energy_j,     r.error_j,        static_cast<int>(r.method),
+          std::move(out), r.begin_monotonic_s, r.end_monotonic_s};
 }
 
 joules_result empty_result() {

@@ -28,9 +28,13 @@ def test_a_window_over_8_gpus_at_constant_power_is_exact_to_half_a_percent(gpus)
         assert m.final
         assert m.time == pytest.approx(t1 - t0, abs=0.01)
         assert sorted(m.gpu_energy) == list(range(8))
+        # The window's instants, as the library took them, lie between the caller's.
+        assert t0 <= m.begin_monotonic < m.end_monotonic <= t1
+        assert m.time == pytest.approx(m.end_monotonic - m.begin_monotonic, abs=1e-6)
         for i, w in enumerate(WATTS_8):
+            truth = g.truth(i, m.begin_monotonic, m.end_monotonic)
+            assert m.gpu_energy[i] == pytest.approx(truth, rel=0.005), i
             assert m.gpu_energy[i] == pytest.approx(w * m.time, rel=0.005), i
-            assert m.gpu_energy[i] == pytest.approx(g.truth(i, t0, t1), rel=0.005), i
         assert m.total_energy == pytest.approx(sum(m.gpu_energy.values()), rel=1e-9)
         assert m.gpu_total_energy == pytest.approx(m.total_energy, rel=1e-9)
         assert m.cpu_energy is None and m.dram_energy is None
@@ -100,8 +104,10 @@ def test_nested_and_overlapping_windows_each_get_their_own_exact_energy(gpus):
         outer = monitor.end_window("outer")
         marks["outer1"] = time.monotonic()
         for name, m in (("a", a), ("b", b), ("outer", outer)):
+            assert marks[name + "0"] <= m.begin_monotonic < m.end_monotonic <= marks[name + "1"]
             for i in range(2):
-                truth = g.truth(i, marks[name + "0"], marks[name + "1"])
+                # The exact energy between the instants the library took for this window.
+                truth = g.truth(i, m.begin_monotonic, m.end_monotonic)
                 rel = 0.005 if name == "outer" else SHORT_WINDOW_REL  # outer: 1.1 s
                 assert m.gpu_energy[i] == pytest.approx(truth, rel=rel), (name, i)
         assert outer.total_energy > a.total_energy + b.total_energy - 1e-9 - min(
