@@ -1,7 +1,9 @@
 """The exceptions of joules: every failure of the C library becomes one, with its message."""
 from __future__ import annotations
 
-from typing import Dict, NoReturn, Type
+TYPE_CHECKING = False  # not typing's: `import joules` stays free of it
+if TYPE_CHECKING:
+    from typing import Dict, NoReturn, Type
 
 __all__ = [
     "JoulesError",

@@ -7,14 +7,11 @@ first read, which waits (GIL released) until the monitor has read every device a
 window's end: at most one energy counter update, about 100 ms on recent NVIDIA GPUs."""
 from __future__ import annotations
 
-import csv
 import math
 import os
 import threading
 import time as _time
 import weakref
-from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
 
 from . import _joules, _state, _sync
 from ._errors import InvalidArgumentError
@@ -30,51 +27,90 @@ _BACKENDS = {"auto": 0, "nvml": 1, "sim": 2}
 # exact=False: how long each wait for the first reading after a window's end lasts.
 _EARLY_POLL_MS = 2
 
-GpuSpec = Union[None, str, int, Sequence[Union[int, str]]]
+# Not `import typing` (nor dataclasses, which imports inspect): with the re, enum and ast they
+# pull in, they would cost more than the rest of `from joules import Monitor`.  Type checkers
+# read the names below as usual.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple, TypedDict, Union
+
+    GpuSpec = Union[None, str, int, Sequence[Union[int, str]]]
+
+    class _Fields(TypedDict):
+        """A Measurement's numbers, as read from the library."""
+
+        final: bool
+        time: float
+        total_energy: float
+        gpu_total_energy: float
+        gpu_energy: Dict[int, float]
+        cpu_energy: Optional[Dict[int, float]]
+        dram_energy: Optional[Dict[int, float]]
+        error: float
+        method: str
+        lost: List[int]
+        devices: List[DeviceEnergy]
+        begin_monotonic: float
+        end_monotonic: float
 
 
-@dataclass(frozen=True)
-class Device:
+class _Record:
+    """A small immutable record: fields by name, equality and repr by value."""
+
+    __slots__: "Tuple[str, ...]" = ()
+
+    def __init__(self, *values: "Any") -> None:
+        for name, value in zip(self.__slots__, values):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: "Any") -> None:
+        raise AttributeError(f"{type(self).__name__} is immutable")
+
+    def _values(self) -> "Tuple[Any, ...]":
+        return tuple(getattr(self, n) for n in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return type(other) is type(self) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{n}={getattr(self, n)!r}" for n in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class Device(_Record):
     """A device the monitor reads: ``kind`` (``gpu``, ``cpu``, ``dram``), ``index`` (the GPU's
     index as nvidia-smi numbers it; the package for CPU and DRAM), ``uuid``, ``name`` and
     ``method`` (how its energy is measured when nothing fails)."""
 
+    __slots__ = ("kind", "index", "uuid", "name", "method")
     kind: str
     index: int
     uuid: str
     name: str
     method: str
 
+    def __init__(self, kind: str, index: int, uuid: str, name: str, method: str) -> None:
+        super().__init__(kind, index, uuid, name, method)
 
-@dataclass(frozen=True)
-class DeviceEnergy:
+
+class DeviceEnergy(_Record):
     """One device's energy over a window: ``energy`` (J), ``error`` (a bound on its error from
     the placement of the window's edges, J), ``method``, and ``lost`` (the device stopped
     answering during the window: ``energy`` is what it used up to then)."""
 
+    __slots__ = ("device", "energy", "error", "method", "lost")
     device: Device
     energy: float
     error: float
     method: str
     lost: bool
 
-
-class _Fields(TypedDict):
-    """A Measurement's numbers, as read from the library."""
-
-    final: bool
-    time: float
-    total_energy: float
-    gpu_total_energy: float
-    gpu_energy: Dict[int, float]
-    cpu_energy: Optional[Dict[int, float]]
-    dram_energy: Optional[Dict[int, float]]
-    error: float
-    method: str
-    lost: List[int]
-    devices: List[DeviceEnergy]
-    begin_monotonic: float
-    end_monotonic: float
+    def __init__(self, device: Device, energy: float, error: float, method: str,
+                 lost: bool) -> None:
+        super().__init__(device, energy, error, method, lost)
 
 
 class Measurement:
@@ -511,6 +547,8 @@ class _ZeusLog:
         folder = os.path.dirname(os.fspath(path))
         if folder:
             os.makedirs(folder, exist_ok=True)
+        import csv  # only for Zeus's log file
+
         self._file = open(path, "w", newline="", encoding="utf-8")
         self._writer = csv.writer(self._file, lineterminator="\n")
         self._keys = list(keys)

@@ -8,9 +8,10 @@ from __future__ import annotations
 import atexit
 import os
 import threading
-from typing import TYPE_CHECKING, List, Optional
-
+TYPE_CHECKING = False  # not typing's: `import joules` stays free of it
 if TYPE_CHECKING:
+    from typing import List, Optional
+
     from ._monitor import Monitor
 
 __all__ = ["opened", "closed", "current", "current_or_default"]

@@ -7,7 +7,9 @@ framework is only ever used when the program has imported it already: joules nev
 from __future__ import annotations
 
 import sys
-from typing import Optional
+TYPE_CHECKING = False  # not typing's: `import joules` stays free of it
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["FRAMEWORKS", "synchronize"]
 

@@ -2,7 +2,9 @@
 from __future__ import annotations
 
 import math
-from typing import Optional
+TYPE_CHECKING = False  # not typing's: `import joules` stays free of it
+if TYPE_CHECKING:
+    from typing import Optional
 
 __all__ = ["escape", "joules_text", "seconds_text"]
 
