@@ -9,6 +9,7 @@
 #include <benchmark/benchmark.h>
 #include <joules/joules.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -57,14 +58,29 @@ joules_monitor* monitor() {
   return m;
 }
 
+// The pairs' own latency as the caller sees it, wall time: p50 and p99 (counters in µs).
+void percentiles(benchmark::State& state, std::vector<double>& ns) {
+  if (ns.empty()) return;
+  std::sort(ns.begin(), ns.end());
+  state.counters["p50_us"] = ns[ns.size() / 2] / 1e3;
+  state.counters["p99_us"] = ns[ns.size() * 99 / 100] / 1e3;
+  state.counters["max_us"] = ns.back() / 1e3;
+}
+
 void BM_window_begin_end(benchmark::State& state) {
   joules_monitor* m = monitor();
   std::vector<joules_window_id> ids;
   ids.reserve(4096);
+  std::vector<double> ns;
+  ns.reserve(1 << 22);
   for (auto _ : state) {
+    const auto t0 = std::chrono::steady_clock::now();
     joules_window_begin(m, "step");
     joules_window_id id = 0;
     joules_window_end(m, "step", &id);
+    const auto t1 = std::chrono::steady_clock::now();
+    if (ns.size() < ns.capacity())
+      ns.push_back(static_cast<double>(std::chrono::nanoseconds(t1 - t0).count()));
     ids.push_back(id);
     if (ids.size() == ids.capacity()) {
       // The windows' numbers are kept until released: release them outside the timing.
@@ -77,6 +93,7 @@ void BM_window_begin_end(benchmark::State& state) {
   }
   for (const auto w : ids)
     joules_window_release(m, w);
+  percentiles(state, ns);
 }
 BENCHMARK(BM_window_begin_end)->MinTime(3.0)->UseRealTime();
 

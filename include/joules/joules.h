@@ -171,7 +171,9 @@ joules_status joules_totals(joules_monitor* monitor, joules_result* result,
 /* A training step ended now: `step` its number (0: one more than the last), `tokens` the tokens
  * it processed (0: unknown).  Under `joules wrap`, tells wrap the exact boundary (no log parsing
  * needed); with a monitor (may be NULL), the monitor also keeps the step's window, from the
- * previous step (or the monitor's opening) to now, whose id is given in *id (may be NULL). */
+ * previous step (or the monitor's opening) to now, whose id is given in *id (may be NULL).
+ * Under wrap only the process whose LOCAL_RANK (else RANK) is 0 or unset sends its steps; the
+ * others' calls succeed and send nothing (docs/c-api.md, "the step channel"). */
 joules_status joules_step(joules_monitor* monitor, uint64_t step, uint64_t tokens,
                           joules_window_id* id);
 /* Whether this process runs under `joules wrap` with its step channel (nonzero: yes). */

@@ -1,6 +1,7 @@
 #include "api/step_sender.hpp"
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -46,16 +47,38 @@ const channel& the_channel() {
 }
 
 std::atomic<std::uint64_t> g_last_step{0};
-std::atomic<int> g_socket{-1};
 
-int the_socket() {
-  int fd = g_socket.load(std::memory_order_acquire);
-  if (fd >= 0) return fd;
+// The sending socket, made at the first step, and its identity: a program that closes every
+// descriptor (a daemon) may reuse the number for a socket of its own, and a step must never be
+// written into that.  No lock (a child forked while another thread held one could not step):
+// threads that find no socket of ours at once may each make one, and all but one stay unused.
+std::atomic<int> g_socket{-1};
+std::atomic<dev_t> g_socket_dev{0};
+std::atomic<ino_t> g_socket_ino{0};
+
+bool still_ours(int fd) {
+  struct stat st {};
+  return fstat(fd, &st) == 0 && st.st_dev == g_socket_dev.load() &&
+         st.st_ino == g_socket_ino.load();
+}
+
+// This process's socket, made (again) when there is none or the number is no longer ours.
+int our_socket() {
+  const int fd = g_socket.load();
+  if (fd >= 0 && still_ours(fd)) return fd;
   const int fresh = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (fresh < 0) return -1;
-  if (g_socket.compare_exchange_strong(fd, fresh, std::memory_order_acq_rel)) return fresh;
-  close(fresh);  // another thread made one first
-  return fd;
+  struct stat st {};
+  if (fstat(fresh, &st) != 0) {
+    close(fresh);
+    return -1;
+  }
+  // The old number, if it ever was ours, was closed by the program: nothing to close here.
+  g_socket.store(-1);
+  g_socket_dev.store(st.st_dev);
+  g_socket_ino.store(st.st_ino);
+  g_socket.store(fresh);
+  return fresh;
 }
 
 }  // namespace
@@ -77,14 +100,13 @@ std::uint64_t next_step_number(std::uint64_t step) {
 void send_step_to_wrap(mono_time at, std::uint64_t step, std::uint64_t tokens) {
   const channel& c = the_channel();
   if (!c.address || !c.reports) return;
-  const int fd = the_socket();
-  if (fd < 0) return;
   step_message m;
   m.pid = static_cast<std::uint32_t>(getpid());
   m.t_ns = monotonic_ns(at);
   m.step = step;
   m.tokens = tokens;
-  send_step(fd, *c.address, m);
+  const int fd = our_socket();
+  if (fd >= 0) send_step(fd, *c.address, m);
 }
 
 }  // namespace joules::api

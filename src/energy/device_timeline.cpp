@@ -142,7 +142,7 @@ std::optional<double> device_timeline::counter_energy(double t, bool extrapolate
 }
 
 double device_timeline::read_span_near(double t0, double t1) const {
-  constexpr double kNearS = 0.05;
+  constexpr double kNearS = 0.005;  // the reads that bracket an anchor
   double most = 0.0;
   bool any = false;
   auto it =

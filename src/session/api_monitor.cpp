@@ -17,6 +17,8 @@ constexpr double kPlaceDeadlineS = 5.0;
 // The pace of GPUs without an energy counter, as in run and wrap (session/measurement.cpp).
 constexpr std::chrono::milliseconds kPolledInterval{20};
 constexpr std::chrono::milliseconds kDefaultInterval{100};
+// Instants placed per hold of the sampler's lock.
+constexpr std::size_t kPlaceChunk = 32;
 // How long close() waits for a reading thread stuck in a driver call.
 constexpr std::chrono::milliseconds kCloseGrace{3000};
 
@@ -196,16 +198,29 @@ void api_monitor::place_waiting() {
   std::vector<std::vector<device_point>> values(todo.size());
   std::size_t placed = 0;
   const double now = monotonic_seconds(steady::now());
-  sampler_->with_accounts([&](accounting& acc) {
-    // In time order: an instant the readings do not determine yet is followed by others that
-    // they do not determine either.
-    while (placed < todo.size() &&
-           place(acc, todo[placed]->t, now - todo[placed]->t > kPlaceDeadlineS, values[placed])) {
-      ++placed;
-    }
-    acc.keep_readings_from(placed < todo.size() ? std::optional<double>(todo[placed]->t)
-                                                : std::nullopt);
-  });
+  // In time order: an instant the readings do not determine yet is followed by others that they
+  // do not determine either.  A few at a time under the sampler's lock, which begin() and end()
+  // take too (to wake the sampler): only this thread changes the timelines, so they stay the
+  // same between the chunks.
+  bool blocked = false;
+  while (!blocked) {
+    sampler_->with_accounts([&](accounting& acc) {
+      const std::size_t chunk_end = std::min(todo.size(), placed + kPlaceChunk);
+      while (placed < chunk_end && !blocked) {
+        const bool force = now - todo[placed]->t > kPlaceDeadlineS;
+        if (place(acc, todo[placed]->t, force, values[placed])) {
+          ++placed;
+        } else {
+          blocked = true;
+        }
+      }
+      if (placed == todo.size()) blocked = true;
+      if (blocked) {
+        acc.keep_readings_from(placed < todo.size() ? std::optional<double>(todo[placed]->t)
+                                                    : std::nullopt);
+      }
+    });
+  }
   {
     std::lock_guard lock(mu_);
     for (std::size_t i = 0; i < placed; ++i) {

@@ -10,6 +10,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <optional>
+#include <string>
 
 #include "proc/child.hpp"
 #include "proc/child_streams.hpp"
@@ -19,6 +21,7 @@
 #include "proc/step_channel.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
+#include "util/error.hpp"
 #include "windows/step_windows.hpp"
 
 namespace joules::session {
@@ -78,7 +81,8 @@ class wrap_loop {
   std::deque<reader> readers_;
   bool watch_size_ = false;
   window_queue queue_;
-  step_receiver steps_;
+  // The step channel (proc/step_channel.hpp); none when the socket cannot be made.
+  std::optional<step_receiver> steps_;
   std::optional<wrap_report> report_;
   step_windows windows_;
   std::uint64_t line_number_ = 0;
@@ -107,6 +111,12 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
     err_channel_->own_line("joules: " + line + "\n", steady::now());
   };
   report_.emplace(m_.context(), ws, m_.sink(), notice);
+  try {
+    steps_.emplace();
+  } catch (const fatal_error& e) {
+    // Steps from the log still work; only joules_step() has nowhere to go.
+    notice(std::string("note: steps reported with joules_step() are not received: ") + e.what());
+  }
 }
 
 void wrap_loop::route_records() {
@@ -207,7 +217,7 @@ int wrap_loop::run() {
   spawn_options so;
   so.argv = ms_.command;
   so.dup2 = streams_.child_fds();
-  so.extra_env = {steps_.environment_entry()};
+  if (steps_) so.extra_env = {steps_->environment_entry()};
   if (!out_.use_pty) so.extra_env.emplace_back("PYTHONUNBUFFERED=1");
   m_.start();
   child_.spawn(so);
@@ -234,7 +244,7 @@ bool wrap_loop::poll_once() {
     fds[nfds++] = {r.eof || backlogged_ ? -1 : r.src.fd, POLLIN, 0};
   fds[nfds++] = {child_.signal_fd(), POLLIN, 0};
   fds[nfds++] = {queue_.fd(), POLLIN, 0};
-  fds[nfds++] = {backlogged_ ? -1 : steps_.fd(), POLLIN, 0};
+  fds[nfds++] = {backlogged_ || !steps_ ? -1 : steps_->fd(), POLLIN, 0};
   // After the command has ended, what it left in the channels is read until they are quiet: a
   // background process that keeps the terminal open must not keep joules waiting.
   const bool waiting = std::any_of(readers_.begin(), readers_.end(), [](const reader& r) {
@@ -275,7 +285,8 @@ bool wrap_loop::poll_once() {
 }
 
 void wrap_loop::read_steps() {
-  for (const step_message& m : steps_.drain()) {
+  if (!steps_) return;
+  for (const step_message& m : steps_->drain()) {
     // The instant the command took, within the run: a clock that cannot be CLOCK_MONOTONIC's
     // (another machine's, garbage) is held to the run's bounds.
     const mono_time now = child_.exited() ? child_.exit_time() : steady::now();
