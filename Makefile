@@ -21,14 +21,14 @@ deps-test:
 	@scripts/install-deps test
 
 # Every test: a -Werror debug build, an AddressSanitizer+UBSan build and a ThreadSanitizer
-# build, each with its whole test suite, the formatting check, and the Python package built with
-# the normal toolchain, installed into a fresh venv and tested there.
+# build, each with its whole test suite, the fuzz targets, and the formatting check
+# (scripts/test-all overlaps each tree's tests with the next build).
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
-	@scripts/test-python $(JOBS)
 
-# The Python package alone (tests/python): wheel, fresh venv, `joules` on its PATH, the API on
-# the fake NVML.
+# The Python package (tests/python): its wheel built with g++ (a build tree of its own, so
+# minutes on 2 cores: not part of make test), a fresh venv, `joules` on its PATH, the API on
+# the fake NVML.  .ci/run runs it.
 test-python: deps-test
 	@scripts/test-python $(JOBS)
 
@@ -38,7 +38,8 @@ test-wheel: deps-test
 	@scripts/test-wheel $(JOBS)
 
 # The framework callbacks against real transformers, Lightning and Keras trainers on the CPU
-# (the frameworks, some GB, are installed once into build/integrations-venv).  .ci/run runs it.
+# (the frameworks, torch with its CUDA libraries: 5.7 GB in build/integrations-venv, installed
+# once).  Not in .ci/run: on a bare machine that download alone has no bound it can promise.
 test-integrations: deps-test
 	@scripts/test-integrations $(JOBS)
 
