@@ -216,10 +216,10 @@ class backend {
 // library asked for): `--backend auto` passes over it quietly, while a library that loads and
 // fails says why.  `reason` is the short form ("cannot load libamd_smi.so (...)") that auto
 // joins with the other vendors' when no GPU is found at all.
-class library_not_found : public fatal_error {
+class library_not_found : public no_device_error {
  public:
   library_not_found(const std::string& what, std::string reason)
-      : fatal_error(what), reason_(std::move(reason)) {}
+      : no_device_error(what), reason_(std::move(reason)) {}
   const std::string& reason() const noexcept { return reason_; }
 
  private:

@@ -49,7 +49,7 @@ std::vector<std::unique_ptr<backend>> open_gpu_backends(const backend_options& o
   for (const vendor& v : kVendors) {
     if (options.name != v.backend) continue;
     auto b = open_vendor(v.backend, options);
-    if (b->devices().empty()) throw fatal_error(with_sim_hint(no_gpu(v)));
+    if (b->devices().empty()) throw no_device_error(with_sim_hint(no_gpu(v)));
     out.push_back(std::move(b));
     return out;
   }
@@ -79,12 +79,13 @@ std::vector<std::unique_ptr<backend>> open_gpu_backends(const backend_options& o
   if (failed.size() == 1) {
     // One vendor's library (the usual node): its message as it would be on its own.
     const std::string& why = failed.front();
-    throw fatal_error(why.find("--backend sim") != std::string::npos ? why : with_sim_hint(why));
+    throw no_device_error(why.find("--backend sim") != std::string::npos ? why
+                                                                         : with_sim_hint(why));
   }
   if (!failed.empty()) {
-    throw fatal_error(fmt::format("{}; {}", fmt::join(failed, "; "), kSimHint));
+    throw no_device_error(fmt::format("{}; {}", fmt::join(failed, "; "), kSimHint));
   }
-  throw fatal_error(
+  throw no_device_error(
       fmt::format("found no GPU library: {}; is a GPU driver installed? Set JOULES_NVML_LIBRARY, "
                   "JOULES_AMDSMI_LIBRARY or JOULES_LEVEL_ZERO_LIBRARY to its library, or {}",
                   fmt::join(absent, "; "), kSimHint));

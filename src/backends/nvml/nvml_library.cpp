@@ -57,10 +57,13 @@ std::unique_ptr<library> library::open(const std::string& path) {
     } else if (rc == kErrorUnknown) {
       hint = "; inside a container this often means the container lost its GPUs (recreate it)";
     }
-    throw fatal_error(
-        fmt::format("nvmlInit failed: {}{}; try joules with --backend sim to run "
-                    "without a GPU",
-                    lib->error_string(rc), hint));
+    std::string what = fmt::format(
+        "nvmlInit failed: {}{}; try joules with --backend sim to run "
+        "without a GPU",
+        lib->error_string(rc), hint);
+    // No kernel driver: no GPU here.  Any other failure is the driver's.
+    if (rc == kErrorDriverNotLoaded) throw no_device_error(what);
+    throw fatal_error(what);
   }
   lib->initialised_ = true;
   return lib;
