@@ -173,6 +173,12 @@ def subcommand_of(command: str) -> str:
     return after[0] if after else ""
 
 
+def refused_on_sim(command: str, out: str) -> set[int]:
+    """sweep, whose only job is to change power limits, stops before its command starts (125)
+    on the simulated backend, saying why (docs/tuning.md, "Permissions")."""
+    return {125} if subcommand_of(command) == "sweep" and NO_LIMITS_ON_SIM in out else set()
+
+
 def accepted_statuses(command: str) -> set[int]:
     """0; 130 for what is stopped with Ctrl-C; 1 for doctor's warnings."""
     sub = subcommand_of(command)
@@ -258,9 +264,7 @@ def test_the_docs_have_examples():
 def test_doc_example_runs_as_written(e, workdir):
     status, out = run_example(e, workdir)
     expected = {e.status} if e.status is not None else accepted_statuses(e.command)
-    if subcommand_of(e.command) == "sweep" and NO_LIMITS_ON_SIM in out:
-        expected = expected | {125}
-    assert status in expected, f"{e}\nexit {status}\n{out}"
+    assert status in expected | refused_on_sim(e.command, out), f"{e}\nexit {status}\n{out}"
     if e.output:
         missing = matches(e.output, out)
         assert missing is None, f"{e}\nshown in the docs but not printed:\n  {missing}\n\nprinted:\n{out}"
@@ -272,7 +276,7 @@ def test_help_examples_run_as_written(workdir):
     failures = []
     for e in examples:
         status, out = run_example(e, workdir)
-        if status not in accepted_statuses(e.command):
+        if status not in accepted_statuses(e.command) | refused_on_sim(e.command, out):
             failures.append(f"{e}: exit {status}\n{out[-2000:]}")
     assert not failures, "\n\n".join(failures)
 
