@@ -6,10 +6,15 @@ import json
 import pytest
 
 import tune_curves as curves
-from conftest import joules, read_jsonl, words
+from conftest import SANITIZED, joules, read_jsonl, words
 from tune_util import ORIGINAL_MW, journals, limits, trainer, tune_env, uuid
 
 STEP_MS = 40
+# Every goal on every curve in the plain build; in the sanitizer builds (several times slower,
+# and these tests run alone there) every goal on one curve: the same code paths in a third of
+# the time, so that make test stays within its budget.
+MATRIX_CURVES = ["knee350"] if SANITIZED else sorted(curves.CURVES)
+TRIES = 3
 
 
 def tune(tmp, env, *args, steps=170, command=None):
@@ -25,15 +30,25 @@ def section(records):
 
 
 @pytest.mark.parametrize("goal", ["energy", "edp", "time-within", "cost"])
-@pytest.mark.parametrize("curve", sorted(curves.CURVES))
+@pytest.mark.parametrize("curve", MATRIX_CURVES)
 def test_each_goal_picks_its_optimum_within_one_limit_step(tmp, curve, goal):
-    env = tune_env(tmp, [curves.device(curve)])
-    r, records = tune(tmp, env, "--goal", goal)
-    assert r.returncode == 0, r.stderr
-    t = section(records)
-    assert t["status"] == "tuned", r.stderr
+    # Time per step is measured from the trainer's 40 ms sleeps: on a loaded machine a late
+    # wake-up can make a limit look a few percent slower than it is (time-within's margin is
+    # 5 %), so a choice off by more than one step is tried again, at most TRIES times in all.
     best = curves.optimum(curve, goal)
-    assert abs(t["chosen_limit_w"] - best) <= 25, (t["chosen_limit_w"], best, r.stderr)
+    misses = []
+    for attempt in range(TRIES):
+        d = tmp / f"try{attempt}"
+        d.mkdir()
+        env = tune_env(d, [curves.device(curve)])
+        r, records = tune(d, env, "--goal", goal)
+        assert r.returncode == 0, r.stderr
+        t = section(records)
+        assert t["status"] == "tuned", r.stderr
+        if abs(t["chosen_limit_w"] - best) <= 25:
+            break
+        misses.append((t["chosen_limit_w"], r.stderr))
+    assert len(misses) < TRIES, (best, misses)
     # Every decision is in the records, in order, and the limit was set back at the end.
     events = [x["event"] for x in records if x["type"] == "tune"]
     assert events[0] == "baseline" and events[-1] == "restore" and "choice" in events
