@@ -1,5 +1,7 @@
 // `joules monitor`: live power, energy and health of every GPU.
 
+#include <cstdint>
+
 #include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/monitor.hpp"
@@ -14,10 +16,15 @@ constexpr options::command_text kText{
     "counter where it has one), utilisation, SM and tensor activity (Hopper and newer), memory, "
     "temperatures, clocks, PCIe, the active clock-event (throttle) reasons, health flags and a "
     "sparkline of the last minute of power; the node's total power and energy; the processes on "
-    "the GPUs. q (or Ctrl-C) quits, Ctrl-Z suspends; the terminal is restored on every way out, "
-    "signals included. A taller terminal shows more per GPU. When the driver stops answering, a "
-    "line says how old the readings are; quitting does not wait for it.\n"
-    "When the output is not a terminal (or with --plain), one line per device per interval, "
+    "the GPUs. Keys: ? help, q (or Ctrl-C) quits, Ctrl-Z suspends, v the next view (processes "
+    "with their share of each GPU's energy, graphs of the last 5 minutes), s sorts by index, "
+    "power, utilisation, memory or temperature, r reverses, p (or space) pauses the screen while "
+    "readings go on, the arrows or 1-9 show one GPU in detail, Esc or 0 all again. The terminal "
+    "is restored on every way out, signals included. A taller terminal shows more per GPU. When "
+    "the driver stops answering, a line says how old the readings are; quitting does not wait "
+    "for it.\n"
+    "When the output is not a terminal, TERM is dumb, or with --plain: one line per device per "
+    "interval, "
     "like nvidia-smi dmon: time, age of the readings (s), device, power and limit (W), energy "
     "since start (J), utilisation, SM activity and memory bandwidth (%), temperatures (°C), "
     "clocks (MHz), PCIe generation and width, clock-event reasons and health findings; '-' marks "
@@ -29,6 +36,7 @@ constexpr options::command_text kText{
     "joules monitor\n"
     "joules monitor --interval 1000 --gpus 0,1\n"
     "joules monitor --json > gpus.jsonl\n"
+    "joules monitor --output gpus.jsonl --output-max-size 100000000 --output-keep 5\n"
     "joules monitor --once --plain\n"
     "joules monitor --backend sim --sim-gpus 4"};
 
@@ -51,12 +59,30 @@ class monitor_command final : public options::command {
                                 "is not a terminal (like nvidia-smi dmon).",
                                 s_.plain);
     t.excludes(json, plain);
+    t.group("Output file");
+    CLI::Option* output =
+        t.text("output", 'o', "FILE",
+               "Write the JSONL (as --json) to FILE instead of stdout; FILE is truncated first.",
+               "", [this](const std::string& v) { s_.output = v; });
+    t.excludes(output, plain);
+    t.needs(
+        t.count("output-max-size", "BYTES",
+                "Rotate --output before a record would take it past BYTES: FILE becomes "
+                "FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE is started. 0: never.",
+                "0", 0, UINT64_MAX, "bytes", [this](std::uint64_t n) { s_.output_max_bytes = n; }),
+        output);
+    t.needs(t.count("output-keep", "N",
+                    "Rotated files kept beside --output (FILE.1 to FILE.N); older ones are "
+                    "removed.",
+                    "1", 0, 1000, "files",
+                    [this](std::uint64_t n) { s_.output_keep = static_cast<unsigned>(n); }),
+            output);
     declare_gpus(t, s_.gpus);
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);
     declare_components(t, s_.backend.components,
-                       "gpu, plus cpu and dram where RAPL can be read (counters that cannot be "
-                       "read are named on stderr, with the fix)");
+                       "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
+                       "read are named on stderr, with the fix");
   }
   int run(std::vector<std::string>) override { return session::show_monitor(s_); }
 

@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "backends/composite/open_backend.hpp"
 #include "monitor/live.hpp"
 #include "monitor/terminal.hpp"
 #include "monitor/view.hpp"
+#include "record/jsonl_sink.hpp"
 #include "sampler/sampler.hpp"
 #include "session/device_choice.hpp"
 #include "session/identity.hpp"
@@ -43,6 +45,17 @@ std::string stream_text(const monitor::screen_model& m, output_mode mode) {
   return out;
 }
 
+// Writes a stream mode's text: to the --output file when there is one, else to stdout.  False
+// when the reader of stdout went away.
+bool emit(jsonl_sink* sink, const std::string& text) {
+  if (!sink) return monitor::write_stdout(text);
+  std::string_view record(text);
+  while (!record.empty() && record.back() == '\n')
+    record.remove_suffix(1);
+  sink->write(record);
+  return true;
+}
+
 std::string once_screen(const monitor::screen_model& m, bool color) {
   const monitor::terminal_size size = monitor::size_of_stdout();
   std::string out;
@@ -54,7 +67,7 @@ std::string once_screen(const monitor::screen_model& m, bool color) {
 }
 
 int show_once(monitor::event_source& events, monitor::live_model& state, output_mode mode,
-              std::chrono::milliseconds interval, bool color) {
+              std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const auto lag = std::min(kFrameLag, interval / 4);
   const auto ev = events.wait(steady::now() + interval + lag);
   if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
@@ -66,14 +79,23 @@ int show_once(monitor::event_source& events, monitor::live_model& state, output_
     out = (mode == output_mode::plain ? monitor::plain_header() : std::string()) +
           stream_text(m, mode);
   }
-  monitor::write_stdout(out);
+  emit(mode == output_mode::json ? sink : nullptr, out);
   return 0;
+}
+
+// The NVML indices of the GPUs shown, in index order: what ← → and 1-9 step through.
+std::vector<unsigned> gpu_indices(const monitor::screen_model& m) {
+  std::vector<unsigned> out;
+  for (const auto& d : m.gpus)
+    out.push_back(d.info.index);
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 // The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
 // status; the terminal is restored when it returns (or throws).
 int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
-              std::chrono::milliseconds interval, bool color) {
+              std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const mono_time start = steady::now();
   const auto lag = std::min(kFrameLag, interval / 4);
   std::optional<monitor::screen_session> screen;
@@ -81,20 +103,25 @@ int show_live(monitor::event_source& events, monitor::live_model& state, output_
   if (mode == output_mode::plain && !monitor::write_stdout(monitor::plain_header())) return 0;
   bool clear = true;
   monitor::terminal_size size = monitor::size_of_stdout();
+  monitor::ui_state ui;
+  // While paused, the screen shows this copy; readings (and the histories) go on underneath.
+  std::optional<monitor::frozen_model> frozen;
   auto draw = [&] {
-    screen->draw(monitor::render_screen(state.update(), size.columns, size.lines, color), clear);
+    const monitor::screen_model& live = state.update();
+    const monitor::screen_model& shown = frozen ? frozen->model() : live;
+    screen->draw(monitor::render_frame(shown, ui, size.columns, size.lines, color), clear);
     clear = false;
   };
   if (screen) draw();
   mono_time next = start + interval + lag;
   while (true) {
-    const auto ev = events.wait(next);
+    auto ev = events.wait(next);
     using kind = monitor::event_source::kind;
     switch (ev.what) {
       case kind::timeout: {
         if (screen) {
           draw();
-        } else if (!monitor::write_stdout(stream_text(state.update(), mode))) {
+        } else if (!emit(sink, stream_text(state.update(), mode))) {
           return 0;  // the reader went away (a closed pipe)
         }
         // The next slot on the grid; a frame that overran skips the slots it missed.
@@ -111,16 +138,33 @@ int show_live(monitor::event_source& events, monitor::live_model& state, output_
           draw();
         }
         break;
-      case kind::suspend_key:
-        if (screen) {
-          screen->suspend();
-          size = monitor::size_of_stdout();
-          clear = true;
-          draw();
+      case kind::keys: {
+        bool redraw = false;
+        for (const auto& k : ev.keys) {
+          const bool was_paused = ui.paused;
+          switch (monitor::apply(ui, k, gpu_indices(state.update()))) {
+            case monitor::key_effect::quit:
+              return 0;
+            case monitor::key_effect::suspend:
+              if (screen) {
+                screen->suspend();
+                size = monitor::size_of_stdout();
+                clear = true;
+                redraw = true;
+              }
+              break;
+            case monitor::key_effect::redraw:
+              redraw = true;
+              break;
+            case monitor::key_effect::none:
+              break;
+          }
+          if (ui.paused && !was_paused) frozen.emplace(state.update());
+          if (!ui.paused) frozen.reset();
         }
+        if (screen && redraw) draw();
         break;
-      case kind::quit_key:
-        return 0;
+      }
       case kind::signal:
         return 128 + ev.signal;
     }
@@ -153,9 +197,15 @@ int show_monitor(const monitor_settings& s) {
 
   const term::capabilities out = term::of(STDOUT_FILENO);
   output_mode mode = output_mode::screen;
-  if (s.json) {
+  std::optional<jsonl_sink> sink;
+  if (s.output) {
+    sink.emplace(jsonl_sink::open_file(*s.output, jsonl_sink::mode::truncate,
+                                       {s.output_max_bytes, s.output_keep}));
+  }
+  if (s.json || s.output) {
     mode = output_mode::json;
-  } else if (s.plain || !out.tty) {
+  } else if (s.plain || !out.cursor) {
+    // A pipe, a file, or TERM=dumb (a terminal that moves no cursor): one line per device.
     mode = output_mode::plain;
   }
   const bool color = out.color;
@@ -166,8 +216,9 @@ int show_monitor(const monitor_settings& s) {
   readings.start(chosen);
   monitor::live_model state(readings, chosen, s.interval, keys, host_name());
   state.wait_for_health();
-  const int status = s.once ? show_once(events, state, mode, s.interval, color)
-                            : show_live(events, state, mode, s.interval, color);
+  jsonl_sink* to = sink ? &*sink : nullptr;
+  const int status = s.once ? show_once(events, state, mode, s.interval, color, to)
+                            : show_live(events, state, mode, s.interval, color, to);
   // The terminal is back already (show_live's screen_session is gone).  A sampler stuck in a
   // driver call that does not return is left behind, as `run` does: the process ends without
   // the destructors that would wait for it.

@@ -44,6 +44,10 @@ struct reading_config {
 struct process {
   unsigned int pid = 0;
   unsigned long long used_memory_bytes = 0;
+  // What nvmlDeviceGetProcessUtilization reports for it (percent); a process at 0 and 0 ran
+  // nothing and gets no sample.
+  unsigned int sm_util_percent = 0;
+  unsigned int memory_util_percent = 0;
   unsigned int gpu_instance_id = 0xFFFFFFFFU;  // not MIG
   unsigned int compute_instance_id = 0xFFFFFFFFU;
 };
@@ -99,6 +103,8 @@ struct device {
   // ({limit_w, factor}, limit ascending; README "The workload's response to a limit").  Empty:
   // 1 at every limit.
   std::vector<std::pair<double, double>> step_time_factor;
+  // nvmlDeviceGetProcessUtilization answers (else NOT_SUPPORTED, as on boards without it).
+  bool process_utilization = true;
 
   fault_set faults;
   bool mig_enabled = false;
