@@ -6,6 +6,8 @@ std::vector<std::unique_ptr<options::command>> make_commands() {
   std::vector<std::unique_ptr<options::command>> out;
   out.push_back(make_run_command());
   out.push_back(make_wrap_command());
+  out.push_back(make_tune_command());
+  out.push_back(make_sweep_command());
   out.push_back(make_steps_command());
   out.push_back(make_monitor_command());
   out.push_back(make_doctor_command());

@@ -14,6 +14,8 @@ std::vector<std::unique_ptr<options::command>> make_commands();
 // Makers, one per subcommand (cli/*_command.cpp).
 std::unique_ptr<options::command> make_run_command();
 std::unique_ptr<options::command> make_wrap_command();
+std::unique_ptr<options::command> make_tune_command();
+std::unique_ptr<options::command> make_sweep_command();
 std::unique_ptr<options::command> make_steps_command();
 std::unique_ptr<options::command> make_monitor_command();
 std::unique_ptr<options::command> make_doctor_command();

@@ -11,6 +11,7 @@
 #include "carbon/carbon.hpp"
 #include "options/option_table.hpp"
 #include "session/measurement.hpp"
+#include "session/wrap.hpp"
 
 namespace joules::cli {
 
@@ -46,5 +47,19 @@ void declare_measure(options::option_table& t, measure_options& out);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.
 session::measure_settings finish_measure(measure_options& o, std::vector<std::string> command,
                                          std::string_view subcommand);
+
+// The options of wrap (tune and sweep have them too): --step-regex, --tokens-per-step,
+// --samples-per-step, --total-steps, --predict-after, --warmup-steps, the straggler options,
+// --inline, --no-inline, --no-pty.
+struct wrap_options {
+  wrap_settings steps;
+  session::wrap_output output;
+  bool inline_energy = false;
+  bool no_inline = false;
+  bool no_pty = false;
+};
+void declare_wrap(options::option_table& t, wrap_options& out);
+// After parsing: the output settings.
+session::wrap_output finish_wrap(const wrap_options& o);
 
 }  // namespace joules::cli

@@ -335,6 +335,8 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
   w.key("carbon");
   carbon::write_json(w, carbon::assess(ctx.carbon, energy));
   if (!out.extra_json.empty()) w.key("wrap").raw(out.extra_json);
+  for (const auto& [key, json] : out.sections)
+    w.key(key).raw(json);
   if (!out.exporters_json.empty()) w.key("exporters").raw(out.exporters_json);
   w.end_object();
   return w.take();

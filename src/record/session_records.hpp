@@ -63,6 +63,8 @@ struct run_outcome {
   int records_lost = 0;
   std::string extra_json;      // a JSON object written as "wrap" in session_end, when not empty
   std::string exporters_json;  // likewise "exporters": Prometheus and OTLP delivery counts
+  // Further objects of session_end, by key, after "wrap": "tune" (docs/jsonl-schema.md).
+  std::vector<std::pair<std::string, std::string>> sections;
 };
 
 enum class run_status { completed, interrupted, child_failed, measurement_degraded };

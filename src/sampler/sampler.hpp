@@ -14,13 +14,21 @@
 // update period (energy/counter_track.hpp).  A boundary only sets a flag and wakes the thread:
 // whoever places it never waits for a reading.
 //
-// Thread-safety: start(), boundary(), finish() and snapshot() are called from other threads;
-// the backend and the accounting belong to the sampler thread until finish() returns.
+// Control tasks (post()) run on the same thread between readings: changing a GPU's power limit
+// while sampling (src/control) is a call like any other, made by the one thread that calls the
+// driver.  The schedule of readings is kept: a task delays the next reading by its own length at
+// most, and ticks without a task cost one more test of a queue the thread checks under its lock
+// anyway.
+//
+// Thread-safety: start(), boundary(), post(), finish() and snapshot() are called from other
+// threads; the backend and the accounting belong to the sampler thread until finish() returns.
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +97,14 @@ class sampler {
   template <class F>
   auto on_thread(F fn) -> decltype(fn(std::declval<backend&>()));
 
+  // Runs `fn(backend&)` on the sampler thread and returns at once: before start() as on_thread
+  // does, while sampling between two readings.  The future holds fn's result or exception.  A
+  // task that cannot run any more (the sampler has stopped, or was abandoned in a hung driver
+  // call) is dropped: its future then throws std::future_error (broken_promise), so a caller
+  // waits with a bound (future::wait_for), never forever.
+  template <class F>
+  auto post(F fn) -> std::future<decltype(fn(std::declval<backend&>()))>;
+
   // Starts sampling `devices` (indices into hardware().devices(); accounting sees them in this
   // order) and returns after the first reading of every one, so that a boundary placed right
   // after start() is bracketed by readings.
@@ -148,6 +164,10 @@ class sampler {
 
   void thread_main(std::stop_token stop, const backend_factory& open);
   void run_task(const std::function<void()>& task);
+  // Queues a posted task (dropped at once when the thread no longer runs tasks).
+  void enqueue(std::function<void()> task);
+  // Runs the queued tasks, with `lock` held on mu_ on entry and on return.
+  void run_posted(std::unique_lock<std::mutex>& lock);
   void run(std::stop_token stop);
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
   // {lost, counter energy so far}, for the bursts to watch counters advance.
@@ -177,7 +197,9 @@ class sampler {
 
   std::mutex mu_;  // guards accounting_, the task slot and the flags below
   std::optional<accounting> accounting_;
-  std::function<void()> task_;  // a job for the thread before sampling starts
+  std::function<void()> task_;                // a job for the thread before sampling starts
+  std::deque<std::function<void()>> posted_;  // post()ed tasks, oldest first
+  bool tasks_closed_ = false;                 // the thread runs no more tasks
   bool opened_ = false;
   bool task_done_ = false;
   bool start_requested_ = false;
@@ -209,6 +231,16 @@ class sampler {
 
   std::jthread thread_;
 };
+
+template <class F>
+auto sampler::post(F fn) -> std::future<decltype(fn(std::declval<backend&>()))> {
+  using result = decltype(fn(std::declval<backend&>()));
+  // packaged_task is move-only and std::function copyable: shared, and run once.
+  auto task = std::make_shared<std::packaged_task<result(backend&)>>(std::move(fn));
+  std::future<result> out = task->get_future();
+  enqueue([this, task] { (*task)(*backend_); });
+  return out;
+}
 
 template <class F>
 auto sampler::on_thread(F fn) -> decltype(fn(std::declval<backend&>())) {

@@ -25,7 +25,8 @@ constexpr std::chrono::milliseconds kPolledInterval{20};
 
 }  // namespace
 
-measurement::measurement(const measure_settings& settings, std::string subcommand)
+measurement::measurement(const measure_settings& settings, std::string subcommand,
+                         const device_check& check)
     : settings_(settings) {
   if (!settings.command.empty()) child_process::resolve_command(settings.command.front());
   sampler_options options;
@@ -112,6 +113,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
         ctx_);
   }
 
+  if (check) check(*sampler_, measured_);
   // Last, because it truncates: every other input error has been reported by now.
   if (settings.output) {
     sink_.emplace(jsonl_sink::open_file(
@@ -221,6 +223,7 @@ int measurement::finish(const interval_end& end, const std::string& extra_json,
   out.forwarded_signal = end.forwarded_signal;
   out.sampler_abandoned = sampler_->abandoned();
   out.extra_json = extra_json;
+  out.sections = sections_;
   if (run_) {
     out.window = *run_;
   } else {

@@ -9,6 +9,7 @@
 // their headers say.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -58,10 +59,17 @@ interval_end end_of(const child_process& child);
 
 class measurement {
  public:
-  // Resolves the command (when there is one), opens the backend, chooses devices and opens the
-  // outputs, in that order, so that every input error is reported before a file is truncated
-  // or a child started.  Throws usage_error or fatal_error.
-  measurement(const measure_settings& settings, std::string subcommand);
+  // Checks a session makes once the devices are chosen and before the outputs open (tune: the
+  // limits against the GPUs' ranges, their locks): it gets the sampler (not started) and the
+  // measured devices, and throws usage_error or fatal_error.
+  using device_check =
+      std::function<void(joules::sampler&, const std::vector<std::size_t>& measured)>;
+
+  // Resolves the command (when there is one), opens the backend, chooses devices, runs `check`
+  // and opens the outputs, in that order, so that every input error is reported before a file
+  // is truncated or a child started.  Throws usage_error or fatal_error.
+  measurement(const measure_settings& settings, std::string subcommand,
+              const device_check& check = {});
   ~measurement();
   measurement(const measurement&) = delete;
   measurement& operator=(const measurement&) = delete;
@@ -88,6 +96,11 @@ class measurement {
   int finish(const interval_end& end, const std::string& extra_json = {},
              const std::vector<summary_part>& summary_extra = {});
 
+  // An object written under `key` in session_end (after "wrap"), e.g. "tune".  Before finish().
+  void add_section(std::string key, std::string json) {
+    sections_.emplace_back(std::move(key), std::move(json));
+  }
+
   // The run's energy so far: the sum of the windows added.
   microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
 
@@ -110,6 +123,7 @@ class measurement {
   std::unique_ptr<exporter::run_metrics> live_;
   std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
   bool must_exit_hard_ = false;
+  std::vector<std::pair<std::string, std::string>> sections_;
 };
 
 }  // namespace joules::session

@@ -21,6 +21,7 @@
 #include "proc/step_channel.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
+#include "term/messages.hpp"
 #include "util/error.hpp"
 #include "windows/step_windows.hpp"
 
@@ -50,10 +51,17 @@ struct reader {
 
 class wrap_loop {
  public:
-  wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out);
+  wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out,
+            wrap_hooks* hooks);
+  ~wrap_loop();
+  wrap_loop(const wrap_loop&) = delete;
+  wrap_loop& operator=(const wrap_loop&) = delete;
   int run();
 
  private:
+  // A line's boundary, placed: the sampler gets its instant, the hooks a step.
+  void place(const line_outcome& o, mono_time t);
+  void command_ended();
   void route_records();
   void handle_window(const window_result& w);
   void drain_queue();
@@ -68,6 +76,9 @@ class wrap_loop {
 
   const measure_settings& ms_;
   const wrap_output& out_;
+  wrap_hooks* hooks_;
+  bool ended_ = false;     // hooks_->after_command() was called
+  bool stopping_ = false;  // the hooks asked for the command to end
   steps::step_parser parser_;
   measurement m_;
   child_process child_;
@@ -91,11 +102,16 @@ class wrap_loop {
   mono_time next_size_check_{};
 };
 
-wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out)
+wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out,
+                     wrap_hooks* hooks)
     : ms_(ms),
       out_(out),
+      hooks_(hooks),
       parser_(out.step_regexes),  // a bad regex is reported before anything starts
-      m_(ms, "wrap"),
+      m_(ms, hooks != nullptr ? std::string(hooks->subcommand()) : "wrap",
+         [hooks](sampler& s, const std::vector<std::size_t>& measured) {
+           if (hooks != nullptr) hooks->check(s, measured);
+         }),
       streams_(out.use_pty) {
   if (!streams_.shared()) err_channel_ = &err_storage_.emplace(STDERR_FILENO);
   route_records();
@@ -116,6 +132,32 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
   } catch (const fatal_error& e) {
     // Steps from the log still work; only joules_step() has nowhere to go.
     notice(std::string("note: steps reported with joules_step() are not received: ") + e.what());
+  }
+  if (hooks_ != nullptr) hooks_->set_notice(notice);
+}
+
+wrap_loop::~wrap_loop() {
+  // An exception ended the loop: the hooks still act while the sampler runs.
+  try {
+    command_ended();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the exception under way is the one to report
+  }
+}
+
+void wrap_loop::command_ended() {
+  if (hooks_ == nullptr || ended_) return;
+  ended_ = true;
+  hooks_->after_command();
+}
+
+void wrap_loop::place(const line_outcome& o, mono_time t) {
+  if (!o.boundary) return;
+  m_.sampler().boundary(t);
+  if (hooks_ == nullptr || !o.step_window) return;
+  hooks_->on_step(*o.step_window, t);
+  if (!stopping_ && hooks_->stop_command() && !child_.exited()) {
+    stopping_ = true;
+    killpg(child_.pid(), SIGTERM);
   }
 }
 
@@ -147,6 +189,7 @@ void wrap_loop::handle_window(const window_result& w) {
   for (auto& r : readers_) {
     if (r.inline_energy) r.gate.annotate(w.index, annotation);
   }
+  if (hooks_ != nullptr) hooks_->on_window(w, label);
 }
 
 void wrap_loop::drain_queue() {
@@ -158,7 +201,7 @@ void wrap_loop::on_line(reader& r, std::string_view line, mono_time t, std::stri
                         std::size_t end, std::size_t& written) {
   ++line_number_;
   const line_outcome o = windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream);
-  if (o.boundary) m_.sampler().boundary(t);
+  place(o, t);
   if (!r.inline_energy || !o.step_window) return;
   // Hold the line's terminator until its energy is known.
   const std::size_t cut =
@@ -234,8 +277,10 @@ int wrap_loop::run() {
     }
   }
   m_.start();
+  if (hooks_ != nullptr) hooks_->before_command(m_);
   child_.spawn(so);
   m_.begin(child_.start_time());
+  if (hooks_ != nullptr) hooks_->command_started();
   streams_.close_child_ends();
   next_size_check_ = steady::now() + kSizeCheck;
   const auto all_eof = [this] {
@@ -306,7 +351,7 @@ void wrap_loop::read_steps() {
     const mono_time now = child_.exited() ? child_.exit_time() : steady::now();
     const mono_time t =
         std::clamp(mono_time(std::chrono::nanoseconds(m.t_ns)), child_.start_time(), now);
-    if (windows_.on_reported_step(m.step, m.tokens, t).boundary) m_.sampler().boundary(t);
+    place(windows_.on_reported_step(m.step, m.tokens, t), t);
   }
 }
 
@@ -319,10 +364,10 @@ int wrap_loop::finish() {
     r.splitter.flush([&](std::string_view line, std::size_t) {
       ++line_number_;
       const mono_time t = std::min(r.line_began, child_.exit_time());
-      if (windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream).boundary)
-        m_.sampler().boundary(t);
+      place(windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream), t);
     });
   }
+  command_ended();
   windows_.on_exit();
   drain_queue();
   const auto last = m_.end(child_.exit_time());
@@ -338,8 +383,9 @@ int wrap_loop::finish() {
   if (record_channel_ != nullptr) {
     m_.sink()->add_failed(static_cast<int>(record_channel_->lost_lines()));
   }
-  const int status =
-      m_.finish(end_of(child_), report_->session_json(m_.run_energy_uj()), report_->summary());
+  std::vector<summary_part> summary = report_->summary();
+  if (hooks_ != nullptr) hooks_->finish(m_, summary);
+  const int status = m_.finish(end_of(child_), report_->session_json(m_.run_energy_uj()), summary);
   if (m_.must_exit_hard()) {
     std::fflush(nullptr);
     std::_Exit(status);
@@ -349,8 +395,17 @@ int wrap_loop::finish() {
 
 }  // namespace
 
-int wrap(const measure_settings& settings, const wrap_settings& steps, const wrap_output& output) {
-  wrap_loop loop(settings, steps, output);
+void wrap_hooks::say(const std::string& line) const {
+  if (notice_) {
+    notice_(line);
+  } else {
+    term::print_note(line);
+  }
+}
+
+int wrap(const measure_settings& settings, const wrap_settings& steps, const wrap_output& output,
+         wrap_hooks* hooks) {
+  wrap_loop loop(settings, steps, output, hooks);
   return loop.run();
 }
 

@@ -4,6 +4,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -22,6 +23,9 @@ sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
 # fixture tree (tests/fixtures/powercap) themselves.
 os.environ["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "absent")
 os.environ.pop("JOULES_REGION", None)
+# Power-limit journals (joules tune, sweep) go to a directory of this test session, never to the
+# machine's /var/lib/joules; the tests of tune give each run a directory of its own.
+os.environ["JOULES_STATE_DIR"] = tempfile.mkdtemp(prefix="joules-state-")
 
 
 def joules(*args, env=None, input=None, timeout=60, **kw):

@@ -42,4 +42,14 @@ std::optional<std::string> composite_backend::parent_of_mig(std::string_view mig
   return gpus_ ? gpus_->parent_of_mig(mig_uuid) : std::nullopt;
 }
 
+power_limit_reading composite_backend::read_power_limit(std::size_t i) {
+  const auto [b, k] = locate(i);
+  return b->read_power_limit(k);
+}
+
+control_result composite_backend::set_power_limit(std::size_t i, std::uint32_t limit_mw) {
+  const auto [b, k] = locate(i);
+  return b->set_power_limit(k, limit_mw);
+}
+
 }  // namespace joules
