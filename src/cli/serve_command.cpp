@@ -26,7 +26,8 @@ constexpr options::command_text kText{
     "joules serve\n"
     "joules serve --listen 0.0.0.0:9400 --dcgm-compat --label cluster=a\n"
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
-    "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
+    "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
+    "joules serve --tokens-from http://127.0.0.1:8000/metrics"};
 
 class serve_command final : public options::command {
  public:
@@ -86,6 +87,7 @@ void serve_command::declare(options::option_table& t) {
                      "gpu, plus cpu and dram where RAPL can be read (what cannot is said in the "
                      "summary)");
   declare_carbon(t, carbon_);
+  declare_tokens(t, s_.inference, "serve");
 }
 
 }  // namespace

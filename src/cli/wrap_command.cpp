@@ -41,6 +41,8 @@ class wrap_command final : public options::command {
     if (inline_) output_.inline_energy = true;
     if (no_inline_) output_.inline_energy = false;
     output_.use_pty = !no_pty_;
+    // Without a URL, a server's own throughput lines give estimates.
+    options_.settings.inference.logs = true;
     return session::wrap(finish_measure(options_, std::move(positional), "wrap"), steps_, output_);
   }
 
@@ -55,7 +57,7 @@ class wrap_command final : public options::command {
 
 void wrap_command::declare(options::option_table& t) {
   t.positional(options::positional_kind::command);
-  declare_measure(t, options_);
+  declare_measure(t, options_, "wrap");
   t.group(kSteps);
   t.repeated("step-regex", "RE",
              "An extra step-line format (PCRE2): the first capture group is the step number; a "

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "backends/composite/open_backend.hpp"
+#include "session/inference.hpp"
 
 namespace joules::session {
 
@@ -19,6 +20,7 @@ struct monitor_settings {
   bool once = false;
   bool json = false;
   bool plain = false;
+  inference_settings inference;  // --tokens-from: a line per server with its J/token
 };
 
 // Until q or a signal (or one snapshot with `once`); returns the exit status: 0 after q or

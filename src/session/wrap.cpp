@@ -16,8 +16,10 @@
 #include "proc/line_splitter.hpp"
 #include "proc/output_channel.hpp"
 #include "proc/output_gate.hpp"
+#include "session/line_queue.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
+#include "term/messages.hpp"
 #include "windows/step_windows.hpp"
 
 namespace joules::session {
@@ -53,6 +55,7 @@ class wrap_loop {
   void route_records();
   void handle_window(const window_result& w);
   void drain_queue();
+  void drain_lines();
   void on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                std::size_t end, std::size_t& written);
   void on_chunk(reader& r, std::string_view chunk, mono_time stamp);
@@ -75,6 +78,7 @@ class wrap_loop {
   std::deque<reader> readers_;
   bool watch_size_ = false;
   window_queue queue_;
+  line_queue lines_;  // the token sources' notes and records
   std::optional<wrap_report> report_;
   step_windows windows_;
   std::uint64_t line_number_ = 0;
@@ -103,6 +107,14 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
     err_channel_->own_line("joules: " + line + "\n", steady::now());
   };
   report_.emplace(m_.context(), ws, m_.sink(), notice);
+  if (inference_tracker* inference = m_.inference()) {
+    // The sources' threads hand their lines to this loop, which writes them between the
+    // command's lines.
+    inference_tracker::hooks h;
+    h.notice = [this](const std::string& line) { lines_.push({false, line}); };
+    h.record = [this](std::string record) { lines_.push({true, std::move(record)}); };
+    inference->set_hooks(std::move(h));
+  }
 }
 
 void wrap_loop::route_records() {
@@ -140,9 +152,20 @@ void wrap_loop::drain_queue() {
     handle_window(w);
 }
 
+void wrap_loop::drain_lines() {
+  for (auto& l : lines_.drain()) {
+    if (l.record) {
+      if (m_.sink() != nullptr) m_.sink()->write(l.text);
+    } else if (!ms_.quiet && !ms_.json) {
+      err_channel_->own_line(term::note_line(l.text), steady::now());
+    }
+  }
+}
+
 void wrap_loop::on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                         std::size_t end, std::size_t& written) {
   ++line_number_;
+  if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
   const line_outcome o = windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream);
   if (o.boundary) m_.sampler().boundary(t);
   if (!r.inline_energy || !o.step_window) return;
@@ -237,12 +260,13 @@ bool wrap_loop::poll_once() {
   // they are down by half.
   if (windows_.pending_labels() >= kMaxPendingWindows) backlogged_ = true;
   if (windows_.pending_labels() <= kMaxPendingWindows / 2) backlogged_ = false;
-  std::array<pollfd, 4> fds{};
+  std::array<pollfd, 5> fds{};
   std::size_t nfds = 0;
   for (const auto& r : readers_)
     fds[nfds++] = {r.eof || backlogged_ ? -1 : r.src.fd, POLLIN, 0};
   fds[nfds++] = {child_.signal_fd(), POLLIN, 0};
   fds[nfds++] = {queue_.fd(), POLLIN, 0};
+  fds[nfds++] = {lines_.fd(), POLLIN, 0};
   // After the command has ended, what it left in the channels is read until they are quiet: a
   // background process that keeps the terminal open must not keep joules waiting.
   const bool waiting = std::any_of(readers_.begin(), readers_.end(), [](const reader& r) {
@@ -267,6 +291,7 @@ bool wrap_loop::poll_once() {
     if (child_.take_winch() && streams_.resize()) killpg(child_.pid(), SIGWINCH);
   }
   if ((fds[sig + 1].revents & POLLIN) != 0) drain_queue();
+  if ((fds[sig + 2].revents & POLLIN) != 0) drain_lines();
   const mono_time now = steady::now();
   if (watch_size_ && now >= next_size_check_) {
     next_size_check_ = now + kSizeCheck;
@@ -286,6 +311,7 @@ int wrap_loop::finish() {
     r.splitter.flush([&](std::string_view line, std::size_t) {
       ++line_number_;
       const mono_time t = std::min(r.line_began, child_.exit_time());
+      if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
       if (windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream).boundary)
         m_.sampler().boundary(t);
     });
@@ -294,6 +320,7 @@ int wrap_loop::finish() {
   drain_queue();
   const auto last = m_.end(child_.exit_time());
   drain_queue();
+  drain_lines();  // the token sources' last records
   for (const auto& w : last)
     handle_window(w);
   for (auto& r : readers_)

@@ -1,0 +1,65 @@
+#pragma once
+// The GPUs' energy over the last minutes, as the sampler's snapshots gave it, so that the energy
+// at any instant a token count was taken can be read afterwards: linear between the two
+// snapshots around the instant (the energy a sampler interval apart, at the power between them).
+// Why not a boundary at each scrape, the way `wrap` places steps: a boundary makes the sampler
+// read densely for a while around it (to place it within the counter's update period), which
+// every second for the life of `serve` would cost more than the scrape itself; and boundaries
+// split a run's windows, which are its steps in `wrap`.  Interpolated snapshots are off by the
+// change of power within one sampler interval at each end of a window of seconds:
+// docs/inference.md.
+//
+// Thread-safety: push() from one thread (the follower of the snapshots), at() and wait_for()
+// from any; a mutex guards the points.
+
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <stop_token>
+#include <vector>
+
+#include "util/clock.hpp"
+
+namespace joules::tokens {
+
+class energy_history {
+ public:
+  // `devices` energies per point; points older than `keep_s` before the newest are dropped.
+  explicit energy_history(std::size_t devices, double keep_s = 400.0);
+
+  // A snapshot at `t_s` (monotonic seconds, after the previous one): each device's energy since
+  // the sampler's first reading; a device without a value keeps its previous one.
+  void push(double t_s, std::span<const std::optional<double>> energy_j);
+
+  // The energy of `devices` (indices into a point) summed, at t_s: interpolated between the
+  // points around it; nullopt before the oldest point kept or after the newest.
+  std::optional<double> at(double t_s, std::span<const std::size_t> devices) const;
+
+  // Waits until a point at or after t_s exists (true), `deadline` passes, close() is called or
+  // `stop` is requested (false).
+  bool wait_for(double t_s, mono_time deadline, const std::stop_token& stop) const;
+
+  // No more points: waiters return.
+  void close();
+
+  std::optional<double> newest_s() const;
+
+ private:
+  struct point {
+    double t_s;
+    std::vector<double> energy_j;
+  };
+  const std::size_t devices_;
+  const double keep_s_;
+  mutable std::mutex mu_;
+  mutable std::condition_variable_any cv_;
+  std::deque<point> points_;
+  std::vector<std::optional<double>> last_;
+  bool closed_ = false;
+};
+
+}  // namespace joules::tokens
