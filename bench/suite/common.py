@@ -20,7 +20,9 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-BUILD = ROOT / "build" / "release"
+# The build measured: the release preset's, or another (JOULES_BENCH_BUILD=build/dev) to try a
+# figure without a release build; the results file names it.
+BUILD = pathlib.Path(os.environ.get("JOULES_BENCH_BUILD", ROOT / "build" / "release")).resolve()
 JOULES = BUILD / "src" / "joules"
 FAKE_DIR = BUILD / "tests" / "fake_nvml"
 FAKE_FULL = FAKE_DIR / "full"

@@ -104,7 +104,13 @@ inference_tracker::inference_tracker(const inference_settings& settings, const s
     throw usage_error(
         "--tokens-from: this session reads no GPU, so no energy can be put to the tokens");
   }
-  history_ = std::make_unique<tokens::energy_history>(devices.size());
+  // The sampler places the energy at a scrape's instant as it places a window boundary, once it
+  // has read past it; the snapshots' interpolation is the fallback (tokens/energy_history.hpp).
+  history_ = std::make_unique<tokens::energy_history>(devices.size(), [this](double t_s) {
+    const auto since_epoch =
+        std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>(t_s));
+    return readings_.energy_at(mono_time(since_epoch));
+  });
   // A scrape waits for the snapshot after its instant: a sampler interval, with room for a
   // loaded machine.
   const auto energy_wait = sampler_interval() * 3 + std::chrono::milliseconds(1000);

@@ -4,8 +4,21 @@
 
 namespace joules::tokens {
 
-energy_history::energy_history(std::size_t devices, double keep_s)
-    : devices_(devices), keep_s_(keep_s), last_(devices) {}
+energy_history::energy_history(std::size_t devices, exact_source exact, double keep_s)
+    : devices_(devices), exact_(std::move(exact)), keep_s_(keep_s), last_(devices) {}
+
+std::optional<double> energy_history::exact_at(double t_s,
+                                               std::span<const std::size_t> devices) const {
+  if (!exact_) return std::nullopt;
+  const auto all = exact_(t_s);
+  if (!all) return std::nullopt;
+  double e = 0.0;
+  for (std::size_t d : devices) {
+    if (d >= all->size()) return std::nullopt;
+    e += (*all)[d];
+  }
+  return e;
+}
 
 void energy_history::push(double t_s, std::span<const std::optional<double>> energy_j) {
   {

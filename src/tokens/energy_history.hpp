@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -28,8 +29,11 @@ namespace joules::tokens {
 
 class energy_history {
  public:
+  // Each device's energy at t_s (snapshot order), when the sampler can place it; else nullopt.
+  using exact_source = std::function<std::optional<std::vector<double>>(double t_s)>;
+
   // `devices` energies per point; points older than `keep_s` before the newest are dropped.
-  explicit energy_history(std::size_t devices, double keep_s = 400.0);
+  explicit energy_history(std::size_t devices, exact_source exact = {}, double keep_s = 400.0);
 
   // A snapshot at `t_s` (monotonic seconds, after the previous one): each device's energy since
   // the sampler's first reading; a device without a value keeps its previous one.
@@ -38,6 +42,9 @@ class energy_history {
   // The energy of `devices` (indices into a point) summed, at t_s: interpolated between the
   // points around it; nullopt before the oldest point kept or after the newest.
   std::optional<double> at(double t_s, std::span<const std::size_t> devices) const;
+
+  // The energy of `devices` at t_s from the sampler's accounting, when it can say yet.
+  std::optional<double> exact_at(double t_s, std::span<const std::size_t> devices) const;
 
   // Waits until a point at or after t_s exists (true), `deadline` passes, close() is called or
   // `stop` is requested (false).
@@ -54,6 +61,7 @@ class energy_history {
     std::vector<double> energy_j;
   };
   const std::size_t devices_;
+  const exact_source exact_;
   const double keep_s_;
   mutable std::mutex mu_;
   mutable std::condition_variable_any cv_;

@@ -11,6 +11,10 @@ namespace {
 
 // What joules asks for: the classic text format, which every one of these servers speaks.
 constexpr std::string_view kAccept = "text/plain;version=0.0.4;q=1.0,*/*;q=0.1";
+// How often scrapes waiting for their energy look again.
+constexpr std::chrono::milliseconds kSettlePoll{20};
+// Scrapes waiting for their energy at most (a sampler that publishes nothing).
+constexpr std::size_t kMaxPending = 4096;
 
 }  // namespace
 
@@ -47,6 +51,7 @@ void scrape_source::request_finish(mono_time deadline) {
   {
     std::lock_guard lock(mu_);
     finishing_ = true;
+    deadline_ = deadline;
   }
   cv_.notify_all();
   client_.cut_off(deadline);
@@ -61,61 +66,93 @@ void scrape_source::run(const std::stop_token& stop) {
   while (!stop.stop_requested()) {
     bool last = false;
     {
+      // Between scrapes, the queue is looked at every kSettlePoll until its energy is known.
+      const mono_time wake = pending_.empty() ? next : std::min(next, steady::now() + kSettlePoll);
       std::unique_lock lock(mu_);
-      cv_.wait_until(lock, stop, next, [&] { return finishing_; });
+      cv_.wait_until(lock, stop, wake, [&] { return finishing_; });
       last = finishing_;
     }
     if (stop.stop_requested()) return;
-    scrape_once(stop);
     if (last) {
+      // The last scrape at once, and the exact energy of every scrape waited for (the sampler
+      // still runs), within the budget finish() gave.
+      scrape_once();
+      settle(deadline_, stop);
       hand_period(monotonic_seconds(steady::now()));
       return;
     }
-    next += options_.interval;
-    const mono_time now = steady::now();
-    while (next <= now)
+    if (steady::now() >= next) {
+      scrape_once();
       next += options_.interval;
+      const mono_time now = steady::now();
+      while (next <= now)
+        next += options_.interval;
+    }
+    settle(std::nullopt, stop);
   }
 }
 
-void scrape_source::scrape_once(const std::stop_token& stop) {
+void scrape_source::scrape_once() {
   const auto timeout = timeout_for(options_.interval);
   const mono_time sent = steady::now();
   const exporter::http_result r =
       client_.get(timeout, std::min(timeout, std::chrono::milliseconds(1000)), kMaxPageBytes);
   const mono_time received = steady::now();
-  const mono_time at = sent + (received - sent) / 2;
-  const double t_s = monotonic_seconds(at);
-
-  std::optional<page_reading> page;
-  scrape_failure failure = scrape_failure::none;
-  std::string error;
+  pending p{
+      monotonic_seconds(sent + (received - sent) / 2), std::nullopt, scrape_failure::none, {}};
   if (r.status == 200) {
-    page_result p = read_page(r.body, options_.metrics);
-    if (p.reading) {
-      page = std::move(p.reading);
+    page_result page = read_page(r.body, options_.metrics);
+    if (page.reading) {
+      p.page = std::move(page.reading);
     } else {
-      failure = p.error.starts_with("not Prometheus") ? scrape_failure::not_text
-                                                      : scrape_failure::no_counters;
-      error = std::move(p.error);
+      p.failure = page.error.starts_with("not Prometheus") ? scrape_failure::not_text
+                                                           : scrape_failure::no_counters;
+      p.error = std::move(page.error);
     }
   } else if (r.status == 0) {
-    failure = r.too_large ? scrape_failure::too_large : scrape_failure::no_response;
-    error = r.cut_off ? "no answer before joules ended" : r.error;
+    p.failure = r.too_large ? scrape_failure::too_large : scrape_failure::no_response;
+    p.error = r.cut_off ? "no answer before joules ended" : r.error;
   } else {
-    failure = scrape_failure::http_status;
-    error = fmt::format("HTTP {}: {}", r.status, exporter::printable_excerpt(r.body, 200));
+    p.failure = scrape_failure::http_status;
+    p.error = fmt::format("HTTP {}: {}", r.status, exporter::printable_excerpt(r.body, 200));
   }
+  pending_.push_back(std::move(p));
+  // A sampler that publishes nothing (a hung driver) must not make the queue grow for ever.
+  while (pending_.size() > kMaxPending) {
+    observe(pending_.front(), std::nullopt);
+    pending_.pop_front();
+  }
+}
 
-  energy_.wait_for(t_s, steady::now() + options_.energy_wait, stop);
-  model_.observe(t_s, page, failure, error, energy_.at(t_s, devices_));
+void scrape_source::settle(std::optional<mono_time> until, const std::stop_token& stop) {
+  const double wait_s = std::chrono::duration<double>(options_.energy_wait).count();
+  while (!pending_.empty() && !stop.stop_requested()) {
+    const pending& p = pending_.front();
+    std::optional<double> energy = energy_.exact_at(p.t_s, devices_);
+    if (!energy) {
+      const mono_time now = steady::now();
+      if (until && now < *until) {
+        std::unique_lock lock(mu_);
+        cv_.wait_until(lock, stop, std::min(*until, now + kSettlePoll), [] { return false; });
+        continue;
+      }
+      if (!until && monotonic_seconds(now) - p.t_s < wait_s) return;  // not yet
+      energy = energy_.at(p.t_s, devices_);  // the snapshots' interpolation, or unknown
+    }
+    observe(p, energy);
+    pending_.pop_front();
+  }
+}
+
+void scrape_source::observe(const pending& p, std::optional<double> energy_j) {
+  model_.observe(p.t_s, p.page, p.failure, p.error, energy_j);
   board_.publish(slot_, model_.view());
   if (auto line = model_.take_notice(); line && hooks_.notice) hooks_.notice(*line);
   if (!period_started_) {
     period_started_ = true;
-    last_period_s_ = t_s;
-  } else if (t_s - last_period_s_ >= std::chrono::duration<double>(options_.period).count()) {
-    hand_period(t_s);
+    last_period_s_ = p.t_s;
+  } else if (p.t_s - last_period_s_ >= std::chrono::duration<double>(options_.period).count()) {
+    hand_period(p.t_s);
   }
 }
 

@@ -3,9 +3,11 @@
 // of its own: the sampler is never held up by a slow server, and the server is never asked
 // more often than the interval (a scrape that overran skips the slots it missed).  Each scrape
 // is placed at the midpoint between sending the request and receiving the whole page (the
-// server read its counters somewhere in between), and the GPUs' energy at that instant comes
-// from the energy history (energy_history.hpp).  A scrape that gets no page within its timeout
-// (down, slow) or a page without counts is a gap (attribution.hpp).
+// server read its counters somewhere in between).  The GPUs' energy at that instant is known
+// exactly only once the sampler has read past it (energy_history.hpp): the scrape waits in a
+// queue until then (at most `energy_wait`, then the snapshots' interpolation), while the next
+// scrapes go on at their pace.  A scrape that gets no page within its timeout (down, slow) or a
+// page without counts is a gap (attribution.hpp).
 //
 // Thread-safety: start() and finish() from one thread (the session's); the hooks are called on
 // the source's thread.
@@ -13,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <deque>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -38,7 +41,8 @@ struct scrape_options {
   exporter::http_url url;
   std::vector<metric_selector> metrics;  // --tokens-metric; empty: recognise the server
   std::chrono::milliseconds interval{1000};
-  // How long a scrape waits for the GPUs' energy at its instant (a sampler interval or two).
+  // How long a scrape waits for the exact energy at its instant (a sampler interval or two and
+  // a counter update) before the snapshots' interpolation is taken.
   std::chrono::milliseconds energy_wait{2000};
   std::chrono::milliseconds period{10000};  // between period hooks
 };
@@ -66,8 +70,20 @@ class scrape_source {
   static std::chrono::milliseconds timeout_for(std::chrono::milliseconds interval);
 
  private:
+  // A scrape whose energy is not known yet.
+  struct pending {
+    double t_s;
+    std::optional<page_reading> page;
+    scrape_failure failure;
+    std::string error;
+  };
+
   void run(const std::stop_token& stop);
-  void scrape_once(const std::stop_token& stop);
+  void scrape_once();
+  // Takes the scrapes whose energy is known by now, in order; with `until`, waits for the exact
+  // energy of each up to then.
+  void settle(std::optional<mono_time> until, const std::stop_token& stop);
+  void observe(const pending& p, std::optional<double> energy_j);
   void hand_period(double t_s);
 
   scrape_options options_;
@@ -78,12 +94,14 @@ class scrape_source {
   source_hooks hooks_;
   exporter::http_client client_;
   scrape_model model_;
+  std::deque<pending> pending_;  // the source's thread only
   double last_period_s_ = 0.0;
   bool period_started_ = false;
 
   std::mutex mu_;
   std::condition_variable_any cv_;
   bool finishing_ = false;
+  mono_time deadline_{};  // guarded by mu_: when finishing, the last moment to wait for
   std::jthread thread_;
 };
 
