@@ -18,7 +18,7 @@ backend.  Commands that never end by themselves (`serve`, `monitor` without --on
 after their first output with SIGINT, as a person would.
 
 Output matches when every shown line appears in the real output, in order, with the same words
-and numbers within 5 % (timings and energies of a simulated run vary a little between runs); a
+and numbers within 10 % (timings, sample counts and energies of a simulated run vary between runs, most on a loaded machine); a
 shown line that ends in "…" is the start of the printed one."""
 from __future__ import annotations
 
@@ -213,7 +213,7 @@ NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
 
 
 def same_line(shown: str, real: str) -> bool:
-    """Same words, numbers within 5 %; a shown line ending in "…" is the start of the real one."""
+    """Same words, numbers within 10 %; a shown line ending in "…" is the start of the real one."""
     shown = shown.rstrip()
     if shown.endswith("…"):
         shown = shown[:-1].rstrip()
@@ -224,7 +224,7 @@ def same_line(shown: str, real: str) -> bool:
         return False
     for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real)):
         x, y = float(a), float(b)
-        if abs(x - y) > max(0.05 * max(abs(x), abs(y)), 0.011):
+        if abs(x - y) > max(0.10 * max(abs(x), abs(y)), 0.011):
             return False
     return True
 
