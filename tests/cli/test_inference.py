@@ -149,6 +149,12 @@ def test_idle_energy_is_reported_apart(servers, tmp):
     assert rec["idle_s"] == pytest.approx(idle_s, abs=4 * INTERVAL_MS / 1000 + 0.2)
     assert rec["idle_energy_ratio"] == pytest.approx(
         rec["idle_energy_j"] / (rec["idle_energy_j"] + rec["active_energy_j"]))
+    # The GPUs' energy between the first scrape and the last is placed by the sampler's
+    # accounting at each scrape's instant, as a window boundary is: the truth's, to within what
+    # moving each end by 10 ms (half a round trip on a loaded machine) changes.
+    truth_j = 2 * sum(w * max(0.0, min(b, t1) - max(a, t0))
+                      for (a, w), (b, _) in zip(points, points[1:] + [[1e9, 0]]))
+    assert rec["energy_j"] == pytest.approx(truth_j, abs=2 * 0.010 * 1000)
 
 
 def test_a_restart_is_handled_as_prometheus_rate_does(servers, tmp):
