@@ -1,10 +1,11 @@
 #pragma once
 // Joules per token of inference servers in a session (`serve`, `monitor`, `run`, `wrap`): one
 // token source per --tokens-from URL, each tied to its GPUs (@gpus=, else all the session's
-// GPUs), or, in `wrap` without a URL, the command's own log lines.  A follower thread copies
-// each sampler snapshot's energy into a history, from which every source reads the energy of
-// its GPUs at the instants it counted tokens (tokens/energy_history.hpp); the sources publish
-// their views on a board that /metrics, OTLP, monitor and the summary read.  docs/inference.md.
+// GPUs), or, in `wrap` without a URL, the command's own log lines.  Every source reads the
+// energy of its GPUs at the instants it counted tokens from a history (tokens/energy_history.hpp)
+// that asks the sampler's accounting first and falls back on the snapshots a follower thread
+// copies into it; the sources publish their views on a board that /metrics, OTLP, monitor and
+// the summary read.  docs/inference.md.
 //
 // Thread-safety: construction, start(), finish() and summary() from the session's thread;
 // on_line() from wrap's loop; board() from any thread.  The hooks are called on the sources'

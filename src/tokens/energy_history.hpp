@@ -1,13 +1,12 @@
 #pragma once
-// The GPUs' energy over the last minutes, as the sampler's snapshots gave it, so that the energy
-// at any instant a token count was taken can be read afterwards: linear between the two
-// snapshots around the instant (the energy a sampler interval apart, at the power between them).
-// Why not a boundary at each scrape, the way `wrap` places steps: a boundary makes the sampler
-// read densely for a while around it (to place it within the counter's update period), which
-// every second for the life of `serve` would cost more than the scrape itself; and boundaries
-// split a run's windows, which are its steps in `wrap`.  Interpolated snapshots are off by the
-// change of power within one sampler interval at each end of a window of seconds:
-// docs/inference.md.
+// The GPUs' energy at the instants token counts were taken.  Exact where the sampler can say:
+// exact_at() asks its accounting, which places the energy at a past instant from the readings
+// around it as it places a window boundary, without the dense reads a boundary asks for (those,
+// every second for the life of `serve`, would cost more than the scrape itself) and without
+// splitting a run's windows, which are its steps in `wrap`.  Otherwise (a sampler that cannot
+// place it yet, or no longer), the last minutes of the sampler's snapshots: at() is linear
+// between the two snapshots around the instant, off by the change of power within one sampler
+// interval at each end of a window.  docs/inference.md.
 //
 // Thread-safety: push() from one thread (the follower of the snapshots), at() and wait_for()
 // from any; a mutex guards the points.
