@@ -18,5 +18,6 @@ std::unique_ptr<options::command> make_steps_command();
 std::unique_ptr<options::command> make_monitor_command();
 std::unique_ptr<options::command> make_doctor_command();
 std::unique_ptr<options::command> make_serve_command();
+std::unique_ptr<options::command> make_remediate_command();
 
 }  // namespace joules::cli
