@@ -39,7 +39,7 @@ std::pair<std::string, std::string> run_label(const std::string& label,
 
 }  // namespace
 
-void declare_measure(options::option_table& t, measure_options& out) {
+void declare_measure(options::option_table& t, measure_options& out, std::string_view subcommand) {
   session::measure_settings& s = out.settings;
   declare_gpus(t, s.gpus);
   t.millis("interval",
@@ -81,6 +81,7 @@ void declare_measure(options::option_table& t, measure_options& out) {
            out.run_id = v;
          });
   declare_exports(t, s.exports);
+  declare_tokens(t, s.inference, subcommand);
   declare_sim(t, s.backend);
   declare_components(t, s.backend.components,
                      "gpu, plus cpu and dram where RAPL can be read; what cannot is said in the "

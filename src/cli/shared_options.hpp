@@ -35,6 +35,10 @@ carbon::factors resolve_carbon(carbon::settings s);
 // --prometheus, --otlp and the OTLP options (header, interval, TLS files).
 void declare_exports(options::option_table& t, session::export_settings& e);
 
+// --tokens-from, --tokens-metric, --tokens-interval (docs/inference.md).
+void declare_tokens(options::option_table& t, session::inference_settings& s,
+                    std::string_view subcommand);
+
 // Everything `run` has (and `wrap` too): the options above, --interval, the outputs, labels,
 // run id and live metrics.  `run_id` and `carbon` are raw until finish_measure().
 struct measure_options {
@@ -43,7 +47,7 @@ struct measure_options {
   carbon::settings carbon;
   std::string summary = "auto";  // --summary
 };
-void declare_measure(options::option_table& t, measure_options& out);
+void declare_measure(options::option_table& t, measure_options& out, std::string_view subcommand);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.
 session::measure_settings finish_measure(measure_options& o, std::vector<std::string> command,
                                          std::string_view subcommand);

@@ -52,7 +52,7 @@ class tune_command final : public options::command {
 
 void tune_command::declare(options::option_table& t) {
   t.positional(options::positional_kind::command);
-  declare_measure(t, options_);
+  declare_measure(t, options_, "tune");
   declare_wrap(t, wrap_);
   t.group("Tuning");
   CLI::Option* goal = t.choice(

@@ -35,10 +35,12 @@ class wrap_command final : public options::command {
   const options::command_text& text() const override { return kText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::command);
-    declare_measure(t, options_);
+    declare_measure(t, options_, "wrap");
     declare_wrap(t, wrap_);
   }
   int run(std::vector<std::string> positional) override {
+    // Without a URL, a server's own throughput lines give estimates.
+    options_.settings.inference.logs = true;
     return session::wrap(finish_measure(options_, std::move(positional), "wrap"), wrap_.steps,
                          finish_wrap(wrap_));
   }

@@ -535,6 +535,29 @@ void sampler::publish(mono_time taken) {
   snapshot_ = std::move(snap);
 }
 
+std::optional<std::vector<double>> sampler::energy_at(mono_time t) const {
+  const double ts = monotonic_seconds(t);
+  std::lock_guard lock(mu_);
+  if (!accounting_ || abandoned_) return std::nullopt;
+  std::vector<double> out;
+  out.reserve(accounting_->device_count());
+  double newest = -1.0;
+  for (std::size_t k = 0; k < accounting_->device_count(); ++k)
+    newest = std::max(newest, accounting_->timeline(k).last_good_t());
+  // Readings older than this may have been dropped (accounting keeps ten seconds at least).
+  if (ts < newest - std::chrono::duration<double>(kEnergyHistory).count()) return std::nullopt;
+  for (std::size_t k = 0; k < accounting_->device_count(); ++k) {
+    const device_timeline& tl = accounting_->timeline(k);
+    if (!tl.has_readings()) return std::nullopt;
+    const bool frozen = tl.lost() || tl.silent_at().has_value();
+    if (!frozen && ts > tl.last_good_t()) return std::nullopt;
+    const auto e = tl.energy_at(ts, frozen);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return out;
+}
+
 std::shared_ptr<const sampler_snapshot> sampler::snapshot() const {
   std::lock_guard lock(snapshot_mu_);
   return snapshot_;

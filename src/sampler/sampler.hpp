@@ -152,6 +152,16 @@ class sampler {
 
   std::shared_ptr<const sampler_snapshot> snapshot() const;
 
+  // Each sampled device's cumulative energy at `t` (J, snapshot order), placed by accounting
+  // from the readings around t as a window boundary at t would be (counter updates placed in
+  // time, the power readings between them), without the dense reads a boundary asks for; a lost
+  // device keeps its last energy.  nullopt until every device has a reading after t, and for t
+  // older than kEnergyHistory (accounting drops older readings).  For token sources, which need
+  // the energy at the instants they counted (docs/inference.md).  Any thread: it holds the
+  // sampler's lock for the arithmetic, never across a backend call.
+  static constexpr std::chrono::seconds kEnergyHistory{5};
+  std::optional<std::vector<double>> energy_at(mono_time t) const;
+
   // After finish(): per-device diagnostics for records.
   const accounting& accounts() const { return *accounting_; }
   std::uint64_t ticks() const { return ticks_.load(); }
@@ -195,7 +205,7 @@ class sampler {
   std::vector<std::size_t> devices_;
   sampler_options options_;
 
-  std::mutex mu_;  // guards accounting_, the task slot and the flags below
+  mutable std::mutex mu_;  // guards accounting_, the task slot and the flags below
   std::optional<accounting> accounting_;
   std::function<void()> task_;                // a job for the thread before sampling starts
   std::deque<std::function<void()>> posted_;  // post()ed tasks, oldest first

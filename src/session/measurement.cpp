@@ -93,6 +93,17 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.components = hw.components();
   ctx_.carbon = settings.carbon;
 
+  if (settings.inference.any()) {
+    // Checks every @gpus= against the devices read, before anything is truncated or started.
+    inference_tracker::hooks h;
+    h.notice = [](const std::string& line) { term::print_note(line); };
+    h.record = [this](const std::string& record) {
+      if (sink_) sink_->write(record);
+    };
+    inference_ = std::make_unique<inference_tracker>(settings.inference, *sampler_, ctx_.devices,
+                                                     &ctx_, std::move(h));
+  }
+
   std::vector<bool> is_gpu;
   for (const auto& d : ctx_.devices)
     is_gpu.push_back(d.kind == device_kind::gpu);
@@ -105,6 +116,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
         exporter::run_source(
             {sampler_.get(), live_.get(), ctx_.devices, ctx_.backend, ctx_.subcommand,
              std::max(5.0, 3.0 * ctx_.interval_ms / 1000.0), ctx_.carbon,
+             inference_ ? &inference_->board() : nullptr,
              exporter::component_states(
                  settings.backend.components, hw.components(),
                  static_cast<std::size_t>(std::count_if(
@@ -163,7 +175,13 @@ void measurement::start() {
 
 void measurement::print_summary(const run_outcome& out,
                                 const std::vector<summary_part>& extra) const {
-  const run_summary sum = summarise(ctx_, out, extra);
+  // The tokens of inference servers go after the caller's parts, before the carbon.
+  std::vector<summary_part> parts = extra;
+  if (inference_) {
+    for (auto& p : inference_->summary())
+      parts.push_back(std::move(p));
+  }
+  const run_summary sum = summarise(ctx_, out, parts);
   const term::capabilities err = term::of(STDERR_FILENO);
   using form = measure_settings::summary_form;
   const bool block =
@@ -197,9 +215,12 @@ void measurement::begin(mono_time t) {
   live_->set_started(t, energy_at(t));
   sampler_->boundary(t);
   if (sink_) sink_->write(session_start_record(ctx_));
+  if (inference_) inference_->start(t);
 }
 
 std::vector<window_result> measurement::end(mono_time t) {
+  // The last scrapes read the energy from snapshots: before the sampler stops.
+  if (inference_) inference_->finish(t);
   return sampler_->finish(t);
 }
 

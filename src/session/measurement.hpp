@@ -23,6 +23,7 @@
 #include "record/jsonl_sink.hpp"
 #include "record/session_records.hpp"
 #include "sampler/sampler.hpp"
+#include "session/inference.hpp"
 #include "session/run_export.hpp"
 
 namespace joules::session {
@@ -40,6 +41,7 @@ struct measure_settings {
   std::string run_id;
   std::vector<std::string> command;  // the measured command, when there is one
   export_settings exports;           // --prometheus, --otlp
+  inference_settings inference;      // --tokens-from, --tokens-metric, --tokens-interval
   // --summary: an aligned block on a terminal and one line otherwise (auto), or either always.
   enum class summary_form { automatic, block, line } summary = summary_form::automatic;
   carbon::factors carbon;  // --pue, --region, --carbon-intensity, --price-per-kwh (resolved)
@@ -79,13 +81,16 @@ class measurement {
   jsonl_sink* sink() { return sink_ ? &*sink_ : nullptr; }
   // The run's live state for --prometheus and --otlp (export/metrics/run_metrics.hpp).
   exporter::run_metrics& live() { return *live_; }
+  // The token sources (--tokens-from; wrap's log lines), when there are any.
+  inference_tracker* inference() { return inference_.get(); }
 
   // Starts the exporters and the sampling; returns after every device's first reading.
   void start();
-  // The measured interval began at `t`: opens its window and writes session_start.
+  // The measured interval began at `t`: opens its window, writes session_start and starts the
+  // token sources.
   void begin(mono_time t);
-  // It ended at `t`: places the last boundary, takes the last readings and returns the windows
-  // not yet handed out through the sampler's on_window callback.
+  // It ended at `t`: the token sources' last counts, then the last boundary and readings;
+  // returns the windows not yet handed out through the sampler's on_window callback.
   std::vector<window_result> end(mono_time t);
 
   // Adds a finished window to the run's totals.  Every window must pass here.
@@ -121,6 +126,7 @@ class measurement {
   run_context ctx_;
   std::optional<window_result> run_;  // the whole run, the sum of its windows
   std::unique_ptr<exporter::run_metrics> live_;
+  std::unique_ptr<inference_tracker> inference_;
   std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
   bool must_exit_hard_ = false;
   std::vector<std::pair<std::string, std::string>> sections_;

@@ -19,6 +19,7 @@
 #include "proc/output_channel.hpp"
 #include "proc/output_gate.hpp"
 #include "proc/step_channel.hpp"
+#include "session/line_queue.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
 #include "term/messages.hpp"
@@ -65,6 +66,7 @@ class wrap_loop {
   void route_records();
   void handle_window(const window_result& w);
   void drain_queue();
+  void drain_lines();
   void on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                std::size_t end, std::size_t& written);
   void on_chunk(reader& r, std::string_view chunk, mono_time stamp);
@@ -92,6 +94,7 @@ class wrap_loop {
   std::deque<reader> readers_;
   bool watch_size_ = false;
   window_queue queue_;
+  line_queue lines_;  // the token sources' notes and records
   // The step channel (proc/step_channel.hpp); none when the socket cannot be made.
   std::optional<step_receiver> steps_;
   std::optional<wrap_report> report_;
@@ -134,6 +137,14 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
     notice(std::string("note: steps reported with joules_step() are not received: ") + e.what());
   }
   if (hooks_ != nullptr) hooks_->set_notice(notice);
+  if (inference_tracker* inference = m_.inference()) {
+    // The sources' threads hand their lines to this loop, which writes them between the
+    // command's lines.
+    inference_tracker::hooks h;
+    h.notice = [this](const std::string& line) { lines_.push({false, line}); };
+    h.record = [this](std::string record) { lines_.push({true, std::move(record)}); };
+    inference->set_hooks(std::move(h));
+  }
 }
 
 wrap_loop::~wrap_loop() {
@@ -197,9 +208,20 @@ void wrap_loop::drain_queue() {
     handle_window(w);
 }
 
+void wrap_loop::drain_lines() {
+  for (auto& l : lines_.drain()) {
+    if (l.record) {
+      if (m_.sink() != nullptr) m_.sink()->write(l.text);
+    } else if (!ms_.quiet && !ms_.json) {
+      err_channel_->own_line(term::note_line(l.text), steady::now());
+    }
+  }
+}
+
 void wrap_loop::on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                         std::size_t end, std::size_t& written) {
   ++line_number_;
+  if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
   const line_outcome o = windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream);
   place(o, t);
   if (!r.inline_energy || !o.step_window) return;
@@ -297,13 +319,14 @@ bool wrap_loop::poll_once() {
   // they are down by half.
   if (windows_.pending_labels() >= kMaxPendingWindows) backlogged_ = true;
   if (windows_.pending_labels() <= kMaxPendingWindows / 2) backlogged_ = false;
-  std::array<pollfd, 5> fds{};
+  std::array<pollfd, 6> fds{};
   std::size_t nfds = 0;
   for (const auto& r : readers_)
     fds[nfds++] = {r.eof || backlogged_ ? -1 : r.src.fd, POLLIN, 0};
   fds[nfds++] = {child_.signal_fd(), POLLIN, 0};
   fds[nfds++] = {queue_.fd(), POLLIN, 0};
   fds[nfds++] = {backlogged_ || !steps_ ? -1 : steps_->fd(), POLLIN, 0};
+  fds[nfds++] = {lines_.fd(), POLLIN, 0};
   // After the command has ended, what it left in the channels is read until they are quiet: a
   // background process that keeps the terminal open must not keep joules waiting.
   const bool waiting = std::any_of(readers_.begin(), readers_.end(), [](const reader& r) {
@@ -331,6 +354,7 @@ bool wrap_loop::poll_once() {
     if (child_.take_winch() && streams_.resize()) killpg(child_.pid(), SIGWINCH);
   }
   if ((fds[sig + 1].revents & POLLIN) != 0) drain_queue();
+  if ((fds[sig + 3].revents & POLLIN) != 0) drain_lines();
   const mono_time now = steady::now();
   if (watch_size_ && now >= next_size_check_) {
     next_size_check_ = now + kSizeCheck;
@@ -364,6 +388,7 @@ int wrap_loop::finish() {
     r.splitter.flush([&](std::string_view line, std::size_t) {
       ++line_number_;
       const mono_time t = std::min(r.line_began, child_.exit_time());
+      if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
       place(windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream), t);
     });
   }
@@ -372,6 +397,7 @@ int wrap_loop::finish() {
   drain_queue();
   const auto last = m_.end(child_.exit_time());
   drain_queue();
+  drain_lines();  // the token sources' last records
   for (const auto& w : last)
     handle_window(w);
   for (auto& r : readers_)
