@@ -18,5 +18,8 @@ std::unique_ptr<options::command> make_steps_command();
 std::unique_ptr<options::command> make_monitor_command();
 std::unique_ptr<options::command> make_doctor_command();
 std::unique_ptr<options::command> make_serve_command();
+std::unique_ptr<options::command> make_report_command();
+std::unique_ptr<options::command> make_diff_command();
+std::unique_ptr<options::command> make_aggregate_command();
 
 }  // namespace joules::cli
