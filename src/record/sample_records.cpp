@@ -35,7 +35,8 @@ void sample_buckets::stat::add(double v) {
 sample_buckets::sample_buckets(const run_context& ctx, std::chrono::milliseconds base)
     : ctx_(ctx),
       base_s_(std::chrono::duration<double>(base).count()),
-      devices_(ctx.devices.size()) {
+      devices_(ctx.devices.size()),
+      energy_seen_(ctx.devices.size(), false) {
   start_s_ = monotonic_seconds(ctx.start_mono);
   width_s_ = base_s_;
 }
@@ -50,42 +51,53 @@ double sample_buckets::width_at(double offset_s, double base_s) {
 
 void sample_buckets::reset_bucket() {
   readings_ = 0;
-  t_start_ = t_end_;
   for (auto& d : devices_) {
-    const auto carried = d.energy_end ? d.energy_end : d.energy_start;
+    const bool moved = d.energy_end.has_value();
+    const auto energy = moved ? d.energy_end : d.energy_start;
+    const auto t = moved ? d.t_end : d.t_start;
     d = device_acc{};
-    d.energy_start = carried;
+    d.energy_start = energy;
+    d.t_start = t;
   }
 }
 
-std::vector<std::string> sample_buckets::add(double t_s, const std::vector<sample_reading>& r) {
+std::vector<std::string> sample_buckets::add(double t_s, const std::vector<sample_reading>& r,
+                                             std::optional<double> end_s) {
   std::vector<std::string> out;
   if (t_s < start_s_) {
     // Before the run: only the energy the first bucket counts from.
     for (std::size_t k = 0; k < devices_.size() && k < r.size(); ++k) {
-      if (r[k].energy_j) devices_[k].energy_start = r[k].energy_j;
+      if (!r[k].energy_j) continue;
+      devices_[k].energy_start = r[k].energy_j;
+      devices_[k].t_start = t_s;
+      energy_seen_[k] = true;
     }
-    t_start_ = t_s;
     return out;
   }
-  while (t_s - start_s_ >= bucket_s_ + width_s_) {
+  const double at = end_s ? std::min(t_s, *end_s) : t_s;
+  while (at - start_s_ >= bucket_s_ + width_s_) {
     const double end = bucket_s_ + width_s_;
     if (readings_ > 0) out.push_back(close_bucket(end));
     reset_bucket();
     bucket_s_ = end;
     width_s_ = width_at(bucket_s_, base_s_);
   }
-  // No reading before the start was seen: the energy counts from the first one.
-  const bool baseline = !t_start_;
-  if (baseline) t_start_ = t_s;
   ++readings_;
-  t_end_ = t_s;
   for (std::size_t k = 0; k < devices_.size() && k < r.size(); ++k) {
     device_acc& d = devices_[k];
     const sample_reading& x = r[k];
-    if (baseline && x.energy_j) d.energy_start = x.energy_j;
     if (x.power_w) d.power_w.add(*x.power_w);
-    if (x.energy_j) d.energy_end = x.energy_j;
+    if (x.energy_j) {
+      // The first energy known, with none before the start: it counts from the sampler's
+      // first reading, just before the start.
+      if (!energy_seen_[k] && !d.energy_start) {
+        d.energy_start = 0.0;
+        d.t_start = start_s_;
+      }
+      energy_seen_[k] = true;
+      d.energy_end = x.energy_j;
+      d.t_end = t_s;
+    }
     d.lost = d.lost || x.lost;
     if (x.health == nullptr) continue;
     const health_reading& h = *x.health;
@@ -116,7 +128,6 @@ std::vector<std::string> sample_buckets::finish(double end_s) {
 }
 
 std::string sample_buckets::close_bucket(double end_offset_s) {
-  const double span = t_start_ && t_end_ ? *t_end_ - *t_start_ : 0.0;
   json_writer j;
   j.begin_object();
   common_record_fields(j, "sample", ctx_);
@@ -126,19 +137,30 @@ std::string sample_buckets::close_bucket(double end_offset_s) {
       .field("duration_s", end_offset_s - bucket_s_)
       .field("offset_s", bucket_s_);
   j.field("readings", readings_);
+  // Each device's energy and the time it covers (a device that gave no reading has none).
+  auto energy_of = [](const device_acc& d) -> std::optional<double> {
+    if (!d.energy_start || !d.energy_end) return std::nullopt;
+    return std::max(0.0, *d.energy_end - *d.energy_start);
+  };
+  auto span_of = [](const device_acc& d) {
+    return d.t_start && d.t_end ? *d.t_end - *d.t_start : 0.0;
+  };
   std::optional<double> total;
+  std::optional<double> power;
   for (const auto& d : devices_) {
-    if (d.energy_start && d.energy_end)
-      total = total.value_or(0.0) + std::max(0.0, *d.energy_end - *d.energy_start);
+    const auto e = energy_of(d);
+    if (!e) continue;
+    total = total.value_or(0.0) + *e;
+    if (span_of(d) > 0) power = power.value_or(0.0) + *e / span_of(d);
   }
   j.field("energy_j", total);
-  j.field("avg_power_w", total && span > 0 ? std::optional(*total / span) : std::nullopt);
+  j.field("avg_power_w", power);
   j.key("devices").begin_array();
   for (std::size_t k = 0; k < devices_.size() && k < ctx_.devices.size(); ++k) {
     const device_acc& d = devices_[k];
     const device_info& info = ctx_.devices[k];
-    std::optional<double> energy;
-    if (d.energy_start && d.energy_end) energy = std::max(0.0, *d.energy_end - *d.energy_start);
+    const std::optional<double> energy = energy_of(d);
+    const double span = span_of(d);
     j.begin_object();
     j.field("kind", to_string(info.kind)).field("index", info.index).field("uuid", info.uuid);
     j.field("energy_j", energy);

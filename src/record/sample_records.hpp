@@ -14,7 +14,10 @@
 //
 // A bucket's energy is the difference of the devices' energy at the last reading in it and the
 // last reading before it, and its mean power that energy over the time between those readings:
-// the buckets' energies add up to the energy the readings show from the first to the last.  The
+// the buckets' energies add up to the energy the readings show from the first to the last.  A
+// device's energy counts from the sampler's first reading, taken just before the start; while
+// the sampler still learns how a counter advances (its first ~0.3 s) the energy is not yet known,
+// and the first bucket that knows it holds the energy since that first reading.  The
 // exact energies of a run are those of step, phase and session_end records (counter-placed
 // edges); samples are for seeing how power went.
 //
@@ -48,8 +51,10 @@ class sample_buckets {
 
   // Readings at `t_s` (CLOCK_MONOTONIC seconds), one per device of ctx, in time order.  Returns
   // the records of the buckets that ended at or before `t_s`.  Readings before the run's start
-  // (ctx.start_mono) only set the energy the first bucket counts from.
-  std::vector<std::string> add(double t_s, const std::vector<sample_reading>& readings);
+  // (ctx.start_mono) only set the energy the first bucket counts from.  With `end_s`, a reading
+  // after the run's end (the sampler's last, taken after it) goes into the bucket of the end.
+  std::vector<std::string> add(double t_s, const std::vector<sample_reading>& readings,
+                               std::optional<double> end_s = std::nullopt);
 
   // The run ended at `end_s`: returns the record of the bucket under way (cut at the end).
   std::vector<std::string> finish(double end_s);
@@ -78,6 +83,8 @@ class sample_buckets {
     bool lost = false;
     std::optional<double> energy_start;  // at the last reading before the bucket
     std::optional<double> energy_end;    // at the last reading in it
+    std::optional<double> t_start;       // when those were read
+    std::optional<double> t_end;
   };
 
   std::string close_bucket(double end_s);
@@ -90,9 +97,8 @@ class sample_buckets {
   double width_s_ = 0.0;
   std::uint64_t index_ = 0;
   std::uint64_t readings_ = 0;
-  std::optional<double> t_start_;  // time of the last reading before the bucket
-  std::optional<double> t_end_;    // time of the last reading in it
   std::vector<device_acc> devices_;
+  std::vector<bool> energy_seen_;  // a device's energy was known at some reading
   std::uint64_t written_ = 0;
 };
 

@@ -51,7 +51,7 @@ document.querySelectorAll('figure.chart svg[data-x0]').forEach(function(svg){
    var a=p.split(',');return [+a[0],+a[1]];})};});
  if(!lines.length)return;
  var d=svg.dataset,tip=document.createElement('div');tip.className='tip';svg.parentNode.appendChild(tip);
- var cur=document.createElementNS('http://www.w3.org/2000/svg','line');
+ var cur=document.createElementNS(svg.namespaceURI,'line');
  cur.setAttribute('stroke','#000');cur.setAttribute('stroke-width','0.7');cur.setAttribute('y1',d.py1);
  cur.setAttribute('y2',d.py0);cur.style.display='none';svg.appendChild(cur);
  svg.addEventListener('mousemove',function(ev){

@@ -7,6 +7,7 @@
 
 #include "render/page_assets.hpp"
 #include "text/escape.hpp"
+#include "util/json_writer.hpp"
 
 namespace joules::render {
 namespace {
@@ -21,39 +22,47 @@ std::string esc(std::string_view s) {
   return text::escape_for_html(s);
 }
 
+// The exact value of a figure, for programs and tests that read the page (data-value).
+std::string exact(const std::optional<double>& v) {
+  std::string out;
+  if (v) append_json_number(out, *v);
+  return out;
+}
+
 // One headline card: the figure, and how it was obtained.
-std::string card(std::string_view title, std::string_view value, const figure& f) {
+std::string card(std::string_view key, std::string_view title, std::string_view value,
+                 const figure& f) {
   return fmt::format(
-      "<div class=\"card\"><div class=\"card-title\">{}</div><div class=\"card-value\">{}</div>"
-      "<div class=\"how\">{}</div></div>\n",
-      esc(title), esc(value), esc(f.source));
+      "<div class=\"card\" data-figure=\"{}\" data-value=\"{}\"><div class=\"card-title\">{}</div>"
+      "<div class=\"card-value\">{}</div><div class=\"how\">{}</div></div>\n",
+      key, exact(f.value), esc(title), esc(value), esc(f.source));
 }
 
 std::string headline(const run_summary& s) {
   std::string out = "<div class=\"cards\">\n";
   const auto& e = s.energy_j.value;
-  out += card("Energy", e ? format_energy(*e) : "unknown", s.energy_j);
-  out += card("CO2e",
+  out += card("energy_j", "Energy", e ? format_energy(*e) : "unknown", s.energy_j);
+  out += card("co2e_g", "CO2e",
               s.co2e_g.value
                   ? (*s.co2e_g.value >= 1000 ? fmt::format("{:.3g} kg", *s.co2e_g.value / 1000)
                                              : fmt::format("{:.3g} g", *s.co2e_g.value))
                   : "not known",
               s.co2e_g);
-  out +=
-      card("Cost", s.cost.value ? fmt::format("{:.4g} {}", *s.cost.value, s.currency) : "not known",
-           s.cost);
-  out += card("Duration", s.duration_s.value ? format_duration(*s.duration_s.value) : "unknown",
-              s.duration_s);
-  out += card("Energy per step",
+  out += card("cost", "Cost",
+              s.cost.value ? fmt::format("{:.4g} {}", *s.cost.value, s.currency) : "not known",
+              s.cost);
+  out += card("duration_s", "Duration",
+              s.duration_s.value ? format_duration(*s.duration_s.value) : "unknown", s.duration_s);
+  out += card("energy_per_step_j", "Energy per step",
               s.energy_per_step_j.value ? format_si(*s.energy_per_step_j.value, "J") : "–",
               s.energy_per_step_j);
-  out += card("Energy per token",
+  out += card("energy_per_token_j", "Energy per token",
               s.energy_per_token_j.value ? format_si(*s.energy_per_token_j.value, "J") : "–",
               s.energy_per_token_j);
-  out += card("Mean power", s.avg_power_w.value ? format_si(*s.avg_power_w.value, "W") : "–",
-              s.avg_power_w);
-  out += card("Peak power", s.peak_power_w.value ? format_si(*s.peak_power_w.value, "W") : "–",
-              s.peak_power_w);
+  out += card("avg_power_w", "Mean power",
+              s.avg_power_w.value ? format_si(*s.avg_power_w.value, "W") : "–", s.avg_power_w);
+  out += card("peak_power_w", "Peak power",
+              s.peak_power_w.value ? format_si(*s.peak_power_w.value, "W") : "–", s.peak_power_w);
   out += "</div>\n";
   return out;
 }
@@ -101,9 +110,9 @@ std::string phase_table(const run_summary& s) {
       "<th>duration</th><th>mean power</th><th>windows</th></tr></thead><tbody>\n";
   for (const auto& p : s.phases) {
     fmt::format_to(std::back_inserter(out),
-                   "<tr><td>{}</td><td>{}</td><td>{:.1f} %</td><td>{}</td><td>{}</td><td>{}</td>"
-                   "</tr>\n",
-                   esc(p.name), esc(format_energy(p.energy_j)),
+                   "<tr data-phase=\"{}\" data-energy-j=\"{}\"><td>{}</td><td>{}</td><td>{:.1f} "
+                   "%</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                   esc(p.name), exact(p.energy_j), esc(p.name), esc(format_energy(p.energy_j)),
                    total > 0 ? p.energy_j / total * 100.0 : 0.0,
                    p.duration_s > 0 ? format_duration(p.duration_s) : "–",
                    p.duration_s > 0 ? format_si(p.energy_j / p.duration_s, "W") : "–", p.windows);
@@ -124,9 +133,9 @@ std::string device_table(const run_summary& s) {
                                                           : "DRAM",
                                         g.index);
     fmt::format_to(std::back_inserter(out),
-                   "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
-                   "<td>{}</td><td>{}</td></tr>\n",
-                   esc(dev), esc(g.name), esc(g.method),
+                   "<tr data-device=\"{}\" data-energy-j=\"{}\"><td>{}</td><td>{}</td><td>{}</td>"
+                   "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>\n",
+                   esc(dev), exact(g.energy_j), esc(dev), esc(g.name), esc(g.method),
                    g.energy_j ? esc(format_energy(*g.energy_j)) : "–",
                    g.avg_power_w ? format_si(*g.avg_power_w, "W") : "–",
                    g.peak_power_w ? format_si(*g.peak_power_w, "W") : "–",

@@ -30,7 +30,7 @@ void sample_writer::start() {
   thread_ = std::jthread([this](std::stop_token stop) { loop(stop); });
 }
 
-void sample_writer::take_snapshot() {
+void sample_writer::take_snapshot(std::optional<double> end_s) {
   auto snap = sampler_.snapshot();
   if (!snap || snap == last_) return;
   last_ = snap;
@@ -39,7 +39,7 @@ void sample_writer::take_snapshot() {
     const auto& d = snap->devices[k];
     readings[k] = {d.power_w, d.energy_j, d.lost, d.health ? &*d.health : nullptr};
   }
-  for (const auto& record : buckets_.add(monotonic_seconds(snap->taken), readings))
+  for (const auto& record : buckets_.add(monotonic_seconds(snap->taken), readings, end_s))
     sink_.write(record);
 }
 
@@ -62,7 +62,7 @@ void sample_writer::finish(mono_time end) {
     thread_.join();
   }
   std::lock_guard lock(mu_);
-  take_snapshot();
+  take_snapshot(monotonic_seconds(end));
   for (const auto& record : buckets_.finish(monotonic_seconds(end)))
     sink_.write(record);
 }

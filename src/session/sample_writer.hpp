@@ -36,7 +36,7 @@ class sample_writer {
   void finish(mono_time end);
 
  private:
-  void take_snapshot();
+  void take_snapshot(std::optional<double> end_s = std::nullopt);
   void loop(std::stop_token stop);
 
   const joules::sampler& sampler_;
