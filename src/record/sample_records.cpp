@@ -79,7 +79,8 @@ std::vector<std::string> sample_buckets::add(double t_s, const std::vector<sampl
     const double end = bucket_s_ + width_s_;
     if (readings_ > 0) out.push_back(close_bucket(end));
     reset_bucket();
-    bucket_s_ = end;
+    // Edges are multiples of the width: rounded to one, so that adding widths does not drift.
+    bucket_s_ = std::round(end / width_s_) * width_s_;
     width_s_ = width_at(bucket_s_, base_s_);
   }
   ++readings_;
