@@ -32,7 +32,7 @@ std::string co2_text(const report::aggregate_row& r) {
 
 std::string cost_text(const report::aggregate_row& r) {
   if (!r.cost) return "–";
-  std::string v = fmt::format("{:.2f} {}", *r.cost, joined(r.currencies, "+"));
+  std::string v = fmt::format("{:.4g} {}", *r.cost, joined(r.currencies, "+"));
   if (r.cost_nodes < r.nodes) v += fmt::format(" ({}/{})", r.cost_nodes, r.nodes);
   return v;
 }

@@ -47,18 +47,21 @@ std::string diff_text(const diff_side& a, const diff_side& b, const report::diff
                       const std::optional<diff_gate>& gate) {
   std::string out = side_line('A', a) + "\n" + side_line('B', b) + "\n\n";
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "{:<6} {:<20} {:>18} {:>18} {:>9} {:>9}  {}\n", "", "", "A", "B", "change",
-                 "noise", "");
+  fmt::format_to(o, "{:<6} {:<20} {:>18} {:>18} {:>9} {:>9}\n", "", "", "A", "B", "change",
+                 "noise");
   std::string section;
   for (const auto& r : d.rows) {
     if (!r.a && !r.b) continue;
     const std::string sec = r.section == section ? "" : r.section;
     section = r.section;
-    fmt::format_to(o, "{:<6} {:<20} {:>18} {:>18} {:>9} {:>9}  {}\n", sec,
-                   text::escape_for_terminal(r.name), value_text(r.a, r.unit),
-                   value_text(r.b, r.unit),
-                   r.change ? fmt::format("{:+.1f} %", *r.change * 100.0) : "–",
-                   r.noise ? fmt::format("±{:.1f} %", *r.noise * 100.0) : "–", verdict(r));
+    std::string line = fmt::format(
+        "{:<6} {:<20} {:>18} {:>18} {:>9} {:>9}  {}", sec, text::escape_for_terminal(r.name),
+        value_text(r.a, r.unit), value_text(r.b, r.unit),
+        r.change ? fmt::format("{:+.1f} %", *r.change * 100.0) : "–",
+        r.noise ? fmt::format("±{:.1f} %", *r.noise * 100.0) : "–", verdict(r));
+    while (!line.empty() && line.back() == ' ')
+      line.pop_back();
+    out += line + "\n";
   }
   for (const auto& n : d.notes)
     out += "note: " + text::escape_for_terminal(n) + "\n";
