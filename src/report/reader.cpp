@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <map>
 #include <utility>
+#include <vector>
 
 namespace joules::report {
 namespace {
@@ -141,6 +142,7 @@ std::string quote(std::string_view line) {
 }  // namespace
 
 struct reader::impl {
+  read_scope scope = read_scope::everything;
   simdjson::dom::parser parser;
   record_set out;
   std::map<std::pair<std::string, std::string>, std::pair<std::size_t, std::size_t>> nodes;
@@ -404,7 +406,9 @@ void reader::impl::end_file() {
   newer_version.reset();
 }
 
-reader::reader() : impl_(std::make_unique<impl>()) {}
+reader::reader(read_scope scope) : impl_(std::make_unique<impl>()) {
+  impl_->scope = scope;
+}
 reader::~reader() = default;
 
 file_result reader::add_file(std::string_view name, std::string_view text) {
@@ -415,6 +419,12 @@ file_result reader::add_file(std::string_view name, std::string_view text) {
   std::optional<diagnostic> first_bad;
   std::uint64_t line_no = 0;
   std::size_t pos = 0;
+  const bool totals = m.scope == read_scope::totals;
+  struct deferred_line {
+    std::string_view text;
+    std::uint64_t line_no;
+  };
+  std::vector<deferred_line> deferred;  // totals: windows, read only for nodes without an end
   while (pos < text.size()) {
     std::size_t nl = text.find('\n', pos);
     const bool terminated = nl != std::string_view::npos;
@@ -425,6 +435,17 @@ file_result reader::add_file(std::string_view name, std::string_view text) {
     if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
     if (line.find_first_not_of(" \t") == std::string_view::npos) continue;
     ++result.lines;
+    if (totals && terminated) {
+      if (line.starts_with(R"({"type":"sample",)")) {
+        ++result.records;
+        continue;
+      }
+      if (line.starts_with(R"({"type":"step",)") || line.starts_with(R"({"type":"phase",)")) {
+        deferred.push_back({line, line_no});
+        ++result.records;
+        continue;
+      }
+    }
     auto bad = [&](std::string why) {
       if (!first_bad) first_bad = diagnostic{m.file, line_no, why};
       m.warn(line_no, std::move(why));
@@ -461,6 +482,24 @@ file_result reader::add_file(std::string_view name, std::string_view text) {
       continue;
     }
     ++result.records;
+  }
+  // Windows are the energy of a node cut off before its session_end.
+  const bool cut_off = std::any_of(m.out.runs.begin(), m.out.runs.end(), [&](const run& r) {
+    return std::any_of(r.nodes.begin(), r.nodes.end(), [&](const node& n) {
+      return !n.has_end && std::find(n.files.begin(), n.files.end(), m.file) != n.files.end();
+    });
+  });
+  for (const auto& d : deferred) {
+    if (!cut_off) break;
+    element doc;
+    object o;
+    std::string_view type;
+    if (m.parser.parse(d.text.data(), d.text.size(), true).get(doc) != simdjson::SUCCESS ||
+        doc.get_object().get(o) != simdjson::SUCCESS ||
+        o["type"].get_string().get(type) != simdjson::SUCCESS ||
+        !m.add_record(type, o, d.line_no)) {
+      m.warn(d.line_no, "a step or phase record that cannot be read; skipped");
+    }
   }
   if (result.records == 0) {
     result.unusable = result.lines == 0

@@ -30,12 +30,19 @@ struct file_result {
   std::optional<diagnostic> unusable;
 };
 
+// What to read: everything (report, diff), or what totals need (aggregate): no `sample`
+// records, and `step` and `phase` records only for nodes whose session_end is missing (their
+// windows are then their energy).  joules writes "type" first in every record, so a skipped line
+// is told by its first bytes and never parsed: a thousand runs' files are mostly samples and
+// steps.  A line in another key order is parsed as usual.
+enum class read_scope { everything, totals };
+
 class reader {
  public:
   // At most this many warnings are kept per file; the rest are counted in one more.
   static constexpr std::size_t kMaxWarningsPerFile = 20;
 
-  reader();
+  explicit reader(read_scope scope = read_scope::everything);
   ~reader();
   reader(const reader&) = delete;
   reader& operator=(const reader&) = delete;

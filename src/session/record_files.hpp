@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "report/reader.hpp"
 #include "report/records.hpp"
 
 namespace joules::session {
@@ -19,6 +20,7 @@ struct read_options {
   // being refused; files that are not joules' JSONL are always refused.
   bool skip_empty = false;
   bool quiet = false;  // no warnings on stderr (they stay in the record set)
+  report::read_scope scope = report::read_scope::everything;
 };
 
 // Reads `files` ("-" is standard input).  Throws usage_error, in one line naming the file (and

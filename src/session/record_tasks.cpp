@@ -136,7 +136,7 @@ int aggregate(const aggregate_settings& s) {
   if (s.files.empty()) {
     throw usage_error("joules aggregate needs record files, e.g. joules aggregate runs/*.jsonl");
   }
-  const report::record_set set = read_records(s.files, {true, s.quiet});
+  const report::record_set set = read_records(s.files, {true, s.quiet, report::read_scope::totals});
   const report::aggregate_result r = report::aggregate(set, s.by);
   const std::string out = s.format == table_format::csv    ? render::aggregate_csv(r)
                           : s.format == table_format::json ? render::aggregate_json(r)
