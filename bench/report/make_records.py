@@ -185,7 +185,7 @@ class Run:
             n = max(1, int(round((t1 - t) / 0.1)))
             devs, total = [], 0.0
             for k in range(self.gpus):
-                reads = [power(k, t + (i + 1) * (t1 - t) / n, self.straggler) for i in range(min(n, 64))]
+                reads = [power(k, t + (i + 1) * (t1 - t) / n, self.straggler) for i in range(min(n, 8))]
                 e = mean_power(k, self.straggler) * (t1 - t)
                 total += e
                 devs.append({"kind": "gpu", "index": k,
