@@ -181,7 +181,7 @@ TEST(ReportSummary, NodesOfOneRunAddUpAndCutOffNodesCountTheirWindows) {
   reader r;
   r.add_file("a", wrap_records("h1"));
   std::string b = wrap_records("h2");
-  b = b.substr(0, b.rfind("{", b.find("\"session_end\"")));  // cut before session_end
+  b = b.substr(0, b.rfind('\n', b.find("\"session_end\"")) + 1);  // cut before session_end
   r.add_file("b", b);
   const record_set set = r.take();
   ASSERT_EQ(set.runs.size(), 1u);
@@ -208,6 +208,51 @@ TEST(ReportDiff, ChangesAgainstNoise) {
   const diff_result same = compare({a}, {a});
   EXPECT_FALSE(*same.rows[2].exceeds_noise);
   EXPECT_DOUBLE_EQ(*same.rows[0].change, 0.0);
+}
+
+TEST(ReportDiff, RepeatsGiveTheirSpreadAsNoise) {
+  // Side A: two runs, 100 and 104 J/step; side B one at 102: within their spread.
+  const auto a1 = summarize(read_text("a1", wrap_records("h1", 1.0)).runs.at(0));
+  const auto a2 = summarize(read_text("a2", wrap_records("h1", 1.04)).runs.at(0));
+  const auto b = summarize(read_text("b", wrap_records("h1", 1.02)).runs.at(0));
+  const diff_result d = compare({a1, a2}, {b});
+  const auto& per_step = d.rows[2];
+  EXPECT_NEAR(*per_step.a, 102.0, 1e-9);
+  EXPECT_NEAR(*per_step.change, 0.0, 1e-12);
+  ASSERT_TRUE(per_step.noise);
+  EXPECT_FALSE(*per_step.exceeds_noise);
+  EXPECT_NE(d.notes.back().find("A holds 2 run(s), B 1"), std::string::npos);
+}
+
+TEST(ReportSummary, HealthEventsFromTheEndAndTheSamples) {
+  std::string text = wrap_records();
+  // A degraded end, and GPU 1 in thermal slowdown over two consecutive sample buckets.
+  const std::size_t line = text.rfind('\n', text.find("\"session_end\"")) + 1;
+  json end = json::parse(text.substr(line));
+  text = text.substr(0, line);
+  end["status"] = "measurement_degraded";
+  end["degradations"] = {"GPU 1: 3 reading(s) failed"};
+  for (int k = 0; k < 3; ++k) {
+    json smp = header("sample");
+    smp.update(
+        {{"start_monotonic_s", 101.0 + k},
+         {"end_monotonic_s", 102.0 + k},
+         {"devices",
+          {{{"kind", "gpu"},
+            {"index", 1},
+            {"power_w", {{"mean", 600.0}}},
+            {"clock_events", k < 2 ? json{"hw_thermal", "power_cap"} : json{"power_cap"}}}}}});
+    text += smp.dump() + "\n";
+  }
+  text += end.dump() + "\n";
+  const run_summary s = summarize(read_text("a", text).runs.at(0));
+  std::vector<std::string> what;
+  for (const auto& e : s.health)
+    what.push_back(e.what);
+  EXPECT_EQ(what, (std::vector<std::string>{"GPU 1: 3 reading(s) failed",
+                                            "GPU 1: clock event hw_thermal from 1 s to 3 s",
+                                            "the run ended measurement_degraded"}))
+      << ::testing::PrintToString(what);
 }
 
 TEST(ReportAggregate, GroupsAndTotals) {
