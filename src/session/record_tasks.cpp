@@ -70,6 +70,9 @@ int report(const report_settings& s) {
   std::string html_path = s.output.value_or(html_name_for(s.files.front()));
   if (keep_html) check_writable(html_path, "--output");
   const report::record_set set = read_records(s.files, {false, s.quiet});
+  if (set.runs.empty()) {
+    throw usage_error("no run in the records given (only record types this joules does not know?)");
+  }
   const std::string page = render::report_page(set, generator());
   std::string tmp_html;
   if (!keep_html || html_path == "-") {
@@ -112,6 +115,14 @@ int diff(const diff_settings& s) {
   }
   render::diff_side a{s.files[0], summaries(read_records({s.files[0]}, {false, s.quiet}))};
   render::diff_side b{s.files[1], summaries(read_records({s.files[1]}, {false, s.quiet}))};
+  for (const auto* side : {&a, &b}) {
+    if (side->runs.empty()) {
+      throw usage_error(
+          fmt::format("{}: no run in its records (only record types this joules does "
+                      "not know?)",
+                      side->file));
+    }
+  }
   const report::diff_result d = report::compare(a.runs, b.runs);
   std::optional<render::diff_gate> gate;
   if (s.fail_if_worse_percent) {
