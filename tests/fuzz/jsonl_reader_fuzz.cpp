@@ -25,7 +25,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const auto r = reader.add_file("f" + std::to_string(i), files[i]);
     JOULES_FUZZ_CHECK(r.records <= r.lines);
     JOULES_FUZZ_CHECK(r.unusable.has_value() == (r.records == 0));
-    lines.push_back(static_cast<std::uint64_t>(std::count(files[i].begin(), files[i].end(), '\n')) + 1);
+    lines.push_back(static_cast<std::uint64_t>(std::count(files[i].begin(), files[i].end(), '\n')) +
+                    1);
   }
   const report::record_set set = reader.take();
   for (const auto& w : set.warnings) {
@@ -46,9 +47,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     (void)render::diff_text(a, a, d, std::nullopt);
     (void)render::diff_json(a, a, d, render::diff_gate{5.0, false});
   }
-  const auto agg = report::aggregate(
-      set, {report::group_key::host, report::group_key::job, report::group_key::day,
-            report::group_key::user});
+  const auto agg = report::aggregate(set, {report::group_key::host, report::group_key::job,
+                                           report::group_key::day, report::group_key::user});
   (void)render::aggregate_text(agg);
   (void)render::aggregate_csv(agg);
   (void)render::aggregate_json(agg);
