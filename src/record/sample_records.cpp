@@ -38,7 +38,7 @@ sample_buckets::sample_buckets(const run_context& ctx, std::chrono::milliseconds
       devices_(ctx.devices.size()),
       energy_seen_(ctx.devices.size(), false) {
   start_s_ = monotonic_seconds(ctx.start_mono);
-  width_s_ = base_s_;
+  end_s_ = base_s_;
 }
 
 double sample_buckets::width_at(double offset_s, double base_s) {
@@ -75,13 +75,17 @@ std::vector<std::string> sample_buckets::add(double t_s, const std::vector<sampl
     return out;
   }
   const double at = end_s ? std::min(t_s, *end_s) : t_s;
-  while (at - start_s_ >= bucket_s_ + width_s_) {
-    const double end = bucket_s_ + width_s_;
-    if (readings_ > 0) out.push_back(close_bucket(end));
-    reset_bucket();
+  while (at - start_s_ >= end_s_) {
+    // A bucket without readings (a tick that slipped past it, a stalled driver) is joined to the
+    // next one: buckets follow each other without gaps.
+    if (readings_ > 0) {
+      out.push_back(close_bucket(end_s_));
+      reset_bucket();
+      bucket_s_ = end_s_;
+    }
     // Edges are multiples of the width: rounded to one, so that adding widths does not drift.
-    bucket_s_ = std::round(end / width_s_) * width_s_;
-    width_s_ = width_at(bucket_s_, base_s_);
+    const double width = width_at(end_s_, base_s_);
+    end_s_ = std::round((end_s_ + width) / width) * width;
   }
   ++readings_;
   for (std::size_t k = 0; k < devices_.size() && k < r.size(); ++k) {
@@ -122,8 +126,7 @@ std::vector<std::string> sample_buckets::add(double t_s, const std::vector<sampl
 std::vector<std::string> sample_buckets::finish(double end_s) {
   std::vector<std::string> out;
   const double end = std::max(end_s - start_s_, bucket_s_);
-  if (readings_ > 0 && end > bucket_s_)
-    out.push_back(close_bucket(std::min(end, bucket_s_ + width_s_)));
+  if (readings_ > 0 && end > bucket_s_) out.push_back(close_bucket(std::min(end, end_s_)));
   reset_bucket();
   return out;
 }

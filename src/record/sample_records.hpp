@@ -94,7 +94,7 @@ class sample_buckets {
   double base_s_;
   double start_s_ = 0.0;   // the run's start
   double bucket_s_ = 0.0;  // the bucket's start, as an offset from the run's start
-  double width_s_ = 0.0;
+  double end_s_ = 0.0;     // and its end
   std::uint64_t index_ = 0;
   std::uint64_t readings_ = 0;
   std::vector<device_acc> devices_;

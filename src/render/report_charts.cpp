@@ -145,8 +145,10 @@ std::string step_charts(const run_summary& s, std::string_view id) {
     hc.bar(x0, x0 + width, static_cast<double>(h.counts[i]), 0,
            fmt::format("{:.4g} to {:.4g} J: {} steps", x0, x0 + width, h.counts[i]));
   }
+  hc.key("step windows in each bin", 0);
   if (const auto med = report::quantile(values, 0.5)) {
     hc.dot(*med, 0.0, 3, fmt::format("median {:.4g} J/step", *med));
+    hc.key(fmt::format("median, {:.4g} J/step", *med), 3);
   }
   out += hc.finish();
   return out;
@@ -170,7 +172,7 @@ std::string straggler_chart(const run_summary& s, std::string_view id) {
   chart c(fmt::format("dev-{}", id),
           "Each GPU's energy per step against the median GPU's, over the run's step windows "
           "(10 % or more apart in the second colour).",
-          {-0.5, n - 0.5, "GPU"}, {-extent, extent, "deviation from the median GPU (%)"}, 920, 240);
+          {-0.5, n - 0.5, "GPU"}, {-extent, extent, "vs the median GPU (%)"}, 920, 240);
   std::vector<std::string> names;
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const auto& g = *gpus[i];
@@ -184,6 +186,8 @@ std::string straggler_chart(const run_summary& s, std::string_view id) {
           fmt::format("{}: {:.4g} J/step, {:+.2f} %", who, g.energy_per_step_j.value_or(0.0), d));
   }
   c.categories(std::move(names));
+  c.key("within 10 % of the median", 0);
+  c.key("10 % or more apart", 3);
   c.hline(0.0, "median");
   return c.finish();
 }

@@ -193,6 +193,12 @@ std::string chart::finish() const {
                  px(x_.hi), y_.lo, y_.hi, py(y_.lo), py(y_.hi),
                  x_.time ? time_unit(x_.hi - x_.lo).first : "", x_scale);
   fmt::format_to(out, "<title>{}</title>\n", esc(caption_));
+  // Lines and bands stay inside the plot area whatever their values (a y range that leaves out
+  // the most extreme steps cuts them at the frame).
+  fmt::format_to(out,
+                 "<clipPath id=\"{}-plot\"><rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" "
+                 "height=\"{:.1f}\"/></clipPath>\n",
+                 id_, left_, top_ - 1.0, plot_w, height_ - top_ - bottom_ + 2.0);
   s += back_;
   // Grid and ticks.
   const std::vector<double> y_ticks =
@@ -221,7 +227,9 @@ std::string chart::finish() const {
                    v, v, height_ - bottom_, height_ - bottom_ + 5, v, height_ - bottom_ + 18,
                    esc(label));
   }
+  fmt::format_to(out, "<g clip-path=\"url(#{}-plot)\">\n", id_);
   s += body_;
+  s += "</g>\n";
   s += front_;
   // Axes and their titles.
   fmt::format_to(out,

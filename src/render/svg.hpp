@@ -55,6 +55,10 @@ class chart {
   void hline(double y, std::string_view label);
   // A marker at (x, y) with its tip.
   void dot(double x, double y, std::size_t series, std::string_view tip);
+  // A legend entry for bars or dots of series colour `series` (lines and spans list themselves).
+  void key(std::string_view label, std::size_t series) {
+    legend_.push_back({std::string(label), std::string(series_colour(series)), "", true});
+  }
   // Names for x = 0, 1, 2, ... drawn instead of numeric ticks (GPUs).
   void categories(std::vector<std::string> names) { categories_ = std::move(names); }
 
