@@ -241,7 +241,7 @@ std::string prediction_chart(const run_summary& s, std::string_view id) {
                       p.error ? fmt::format(", {:+.1f} % off", *p.error * 100.0) : ""));
   }
   c.line(line, 0, "predicted");
-  if (actual) c.hline(*actual, fmt::format("actual {:.4g} J", *actual));
+  if (actual) c.hline(*actual, "actual " + report::format_energy(*actual));
   return c.finish();
 }
 
