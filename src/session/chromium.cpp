@@ -65,6 +65,22 @@ std::optional<int> wait_for(pid_t pid, std::chrono::milliseconds timeout) {
   return status;
 }
 
+// A file:// URL of an absolute path: bytes other than letters, digits, -._~ and / as %XX, so
+// that a space, a # or a % in a folder name reaches Chromium as part of the path.
+std::string file_url(const fs::path& path) {
+  std::string url = "file://";
+  for (const char c : path.string()) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u >= 'a' && u <= 'z') || (u >= 'A' && u <= 'Z') || (u >= '0' && u <= '9') || c == '-' ||
+        c == '.' || c == '_' || c == '~' || c == '/') {
+      url += c;
+    } else {
+      url += fmt::format("%{:02X}", u);
+    }
+  }
+  return url;
+}
+
 }  // namespace
 
 std::optional<std::string> find_chromium() {
@@ -102,17 +118,14 @@ void print_pdf(const std::string& chromium, const std::string& html_path,
   const fs::path work(tmpl);
   const fs::path out = work / "report.pdf";
   const fs::path log = work / "chromium.log";
-  std::vector<std::string> args = {chromium,
-                                   "--headless",
-                                   "--disable-gpu",
-                                   "--no-first-run",
-                                   "--no-default-browser-check",
-                                   "--disable-extensions",
+  std::vector<std::string> args = {chromium, "--headless", "--disable-gpu",
+                                   // Containers give /dev/shm 64 MB: too little for a page.
+                                   "--disable-dev-shm-usage", "--no-first-run",
+                                   "--no-default-browser-check", "--disable-extensions",
                                    "--user-data-dir=" + (work / "profile").string(),
-                                   "--no-pdf-header-footer",
-                                   "--print-to-pdf=" + out.string()};
+                                   "--no-pdf-header-footer", "--print-to-pdf=" + out.string()};
   if (::geteuid() == 0) args.insert(args.begin() + 1, "--no-sandbox");
-  args.push_back("file://" + fs::absolute(html_path).string());
+  args.push_back(file_url(fs::absolute(html_path)));
   std::vector<char*> argv;
   for (auto& a : args)
     argv.push_back(a.data());

@@ -83,7 +83,8 @@ def page(tmp_path_factory):
 
 
 def run_chromium(*args, timeout=120):
-    argv = [chromium(), "--headless", "--disable-gpu", "--no-first-run", *args]
+    argv = [chromium(), "--headless", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
+            *args]
     if os.geteuid() == 0:
         argv.insert(1, "--no-sandbox")
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
