@@ -20,7 +20,8 @@ deps-test:
 	@scripts/install-deps test
 
 # Every test: a -Werror debug build, an AddressSanitizer+UBSan build and a ThreadSanitizer
-# build, each with its whole test suite, and the formatting check.
+# build, each with its whole test suite, the fuzz targets, and the formatting check
+# (scripts/test-all overlaps each tree's tests with the next build).
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
 

@@ -48,8 +48,8 @@ typedef enum joules_status {
   JOULES_E_NOT_READY = 5,        /* the window's numbers are not final yet (timeout reached) */
   JOULES_E_STATE = 6,            /* not now: a window of that name is open, the monitor closed */
   JOULES_E_NO_MEMORY = 7,
-  JOULES_E_FORKED = 8,           /* the monitor was opened in a parent process */
-  JOULES_E_NOT_WRAPPED = 9,      /* joules_step without a monitor, not under `joules wrap` */
+  JOULES_E_FORKED = 8,      /* the monitor was opened in a parent process */
+  JOULES_E_NOT_WRAPPED = 9, /* joules_step without a monitor, not under `joules wrap` */
   JOULES_E_INTERNAL = 10
 } joules_status;
 
@@ -63,7 +63,7 @@ const char* joules_last_error(void);
 typedef enum joules_backend {
   JOULES_BACKEND_AUTO = 0, /* NVML; fails with JOULES_E_NO_DEVICE when there is no GPU */
   JOULES_BACKEND_NVML = 1,
-  JOULES_BACKEND_SIM = 2   /* simulated GPUs (a documented model): every figure is `simulated` */
+  JOULES_BACKEND_SIM = 2 /* simulated GPUs (a documented model): every figure is `simulated` */
 } joules_backend;
 
 typedef enum joules_device_kind {
@@ -81,16 +81,16 @@ typedef enum joules_method {
 } joules_method;
 
 typedef struct joules_options {
-  uint32_t struct_size;       /* sizeof(joules_options); set by joules_options_init */
-  joules_backend backend;     /* default JOULES_BACKEND_AUTO */
-  const char* gpus;           /* NULL: the GPUs this job may use (CUDA_VISIBLE_DEVICES, ...);
-                                 else "all" or a list as --gpus takes it: "0,1", UUIDs */
-  int cpu;                    /* nonzero (default): also CPU packages and DRAM where RAPL reads */
-  uint32_t interval_ms;       /* between regular readings; 0: the default (100) */
-  const char* nvml_library;   /* NULL: JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 */
-  const char* sim_model;      /* JOULES_BACKEND_SIM: NULL for "h100-sxm" */
-  uint32_t sim_gpus;          /* JOULES_BACKEND_SIM: 0 for 8 */
-  const char* sim_profile;    /* JOULES_BACKEND_SIM: NULL for "train" */
+  uint32_t struct_size;     /* sizeof(joules_options); set by joules_options_init */
+  joules_backend backend;   /* default JOULES_BACKEND_AUTO */
+  const char* gpus;         /* NULL: the GPUs this job may use (CUDA_VISIBLE_DEVICES, ...);
+                               else "all" or a list as --gpus takes it: "0,1", UUIDs */
+  int cpu;                  /* nonzero (default): also CPU packages and DRAM where RAPL reads */
+  uint32_t interval_ms;     /* between regular readings; 0: the default (100) */
+  const char* nvml_library; /* NULL: JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 */
+  const char* sim_model;    /* JOULES_BACKEND_SIM: NULL for "h100-sxm" */
+  uint32_t sim_gpus;        /* JOULES_BACKEND_SIM: 0 for 8 */
+  const char* sim_profile;  /* JOULES_BACKEND_SIM: NULL for "train" */
 } joules_options;
 
 /* Fills `options` with the defaults. */
@@ -107,8 +107,8 @@ void joules_monitor_close(joules_monitor* monitor);
 typedef struct joules_device_info {
   uint32_t struct_size; /* sizeof(joules_device_info), set by the caller */
   joules_device_kind kind;
-  uint32_t index;       /* the GPU's index as nvidia-smi shows it; the package for CPU/DRAM */
-  char uuid[96];        /* the device's key (GPU-...; a PCI bus id or a RAPL zone otherwise) */
+  uint32_t index; /* the GPU's index as nvidia-smi shows it; the package for CPU/DRAM */
+  char uuid[96];  /* the device's key (GPU-...; a PCI bus id or a RAPL zone otherwise) */
   char name[96];
   joules_method method; /* how its energy is measured when nothing fails */
 } joules_device_info;
@@ -130,12 +130,12 @@ typedef struct joules_result {
   double duration_s;
   double total_energy_j; /* every device */
   double gpu_energy_j;
-  double cpu_energy_j;   /* NaN when no CPU package is measured */
-  double dram_energy_j;  /* NaN when no DRAM is measured */
-  double error_j;        /* bound on total_energy_j's error */
-  joules_method method;  /* the GPUs': COUNTER when all of them had counters, else POLLED, ... */
-  int final;             /* nonzero: no later reading can change these numbers */
-  size_t device_count;   /* joules_device_count */
+  double cpu_energy_j;  /* NaN when no CPU package is measured */
+  double dram_energy_j; /* NaN when no DRAM is measured */
+  double error_j;       /* bound on total_energy_j's error */
+  joules_method method; /* the GPUs': COUNTER when all of them had counters, else POLLED, ... */
+  int final;            /* nonzero: no later reading can change these numbers */
+  size_t device_count;  /* joules_device_count */
 } joules_result;
 
 typedef uint64_t joules_window_id;

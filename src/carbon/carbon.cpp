@@ -286,9 +286,9 @@ void write_fields(json_writer& w, const assessment& a) {
   w.field("cost", a.cost);
 }
 
-std::string summary_text(const assessment& a) {
+std::vector<std::pair<std::string, std::string>> summary_pieces(const assessment& a) {
   const factors& f = a.basis;
-  std::string s = "; ";
+  std::string s;
   if (f.pue != 1.0) {
     s += fmt::format("{} kWh x PUE {} = {} kWh", num(a.energy_kwh), num(f.pue),
                      num(a.facility_energy_kwh));
@@ -304,7 +304,15 @@ std::string summary_text(const assessment& a) {
   }
   if (a.cost && f.cost) s += fmt::format(", {} {}", num(*a.cost), f.cost->currency);
   if (a.car_km) s += fmt::format(", like driving {} by car", distance(*a.car_km));
-  if (!a.co2e_g) s += fmt::format("; no CO2e: {}", f.note);
+  std::vector<std::pair<std::string, std::string>> out = {{"energy", s}};
+  if (!a.co2e_g) out.emplace_back("CO2e", fmt::format("no CO2e: {}", f.note));
+  return out;
+}
+
+std::string summary_text(const assessment& a) {
+  std::string s;
+  for (const auto& [label, text] : summary_pieces(a))
+    s += "; " + text;
   return s;
 }
 

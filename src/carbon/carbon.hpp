@@ -16,6 +16,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "carbon/regions.hpp"
@@ -97,6 +98,8 @@ void write_fields(json_writer& w, const assessment& a);
 // For the summary line: "; 0.25 kWh, 86 g CO2e (DE 344 g/kWh, Ember ... 2024), 0.08 EUR, like
 // driving 0.8 km" or "; no CO2e: ...".
 std::string summary_text(const assessment& a);
+// The same as (label, text) pieces: "energy" (kWh, CO2e, cost), and "CO2e" (why there is none).
+std::vector<std::pair<std::string, std::string>> summary_pieces(const assessment& a);
 
 // The named data tables and their row counts, for joules doctor and tests.
 struct table_info {

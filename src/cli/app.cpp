@@ -1,7 +1,10 @@
 #include "cli/app.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -9,10 +12,13 @@
 #include <vector>
 
 #include "cli/commands.hpp"
+#include "options/completion.hpp"
 #include "options/help.hpp"
 #include "options/parse.hpp"
+#include "options/suggest.hpp"
 #include "proc/child.hpp"
 #include "term/messages.hpp"
+#include "term/terminal.hpp"
 #include "util/error.hpp"
 
 namespace joules::app {
@@ -25,6 +31,50 @@ std::vector<options::declared_command> declare_all() {
   return out;
 }
 
+// Columns for --help: the terminal's when stdout is one, else 80.
+std::size_t help_width() {
+  const term::capabilities out = term::of(STDOUT_FILENO);
+  if (!out.tty) return options::kHelpWidth;
+  return std::clamp(out.columns, options::kMinHelpWidth, options::kMaxHelpWidth);
+}
+
+std::vector<std::string> command_names() {
+  std::vector<std::string> names;
+  for (const auto& c : cli::make_commands())
+    names.emplace_back(c->text().name);
+  return names;
+}
+
+// `joules manpage [COMMAND]` and `joules completion SHELL`: text made from the declarations.
+int print_generated(const std::vector<std::string>& args) {
+  const auto all = declare_all();
+  if (args[0] == "manpage") {
+    if (args.size() == 1) {
+      std::fputs(options::man_page(all).c_str(), stdout);
+      return 0;
+    }
+    for (const auto& d : all) {
+      if (args.size() == 2 && d.cmd->text().name == args[1]) {
+        std::fputs(options::man_page(d).c_str(), stdout);
+        return 0;
+      }
+    }
+    throw usage_error(fmt::format(
+        "manpage: expected no argument or one of {}{}", fmt::join(command_names(), ", "),
+        args.size() == 2 ? options::suggestion(args[1], command_names()) : ""));
+  }
+  const std::vector<std::string> shells = {"bash", "zsh", "fish"};
+  const std::string shell = args.size() == 2 ? args[1] : "";
+  if (shell == "bash") std::fputs(options::bash_completion(all).c_str(), stdout);
+  if (shell == "zsh") std::fputs(options::zsh_completion(all).c_str(), stdout);
+  if (shell == "fish") std::fputs(options::fish_completion(all).c_str(), stdout);
+  if (std::find(shells.begin(), shells.end(), shell) == shells.end()) {
+    throw usage_error(fmt::format("completion: expected bash, zsh or fish{}",
+                                  options::suggestion(shell, shells)));
+  }
+  return 0;
+}
+
 int dispatch(const std::vector<std::string>& args) {
   if (args.empty() || args[0] == "--help" || args[0] == "-h" || args[0] == "help") {
     if (args.size() >= 2 && args[0] == "help") return dispatch({args[1], "--help"});
@@ -35,29 +85,22 @@ int dispatch(const std::vector<std::string>& args) {
     std::printf("joules %s\n", JOULES_VERSION);
     return 0;
   }
-  if (args[0] == "manpage") {
-    std::fputs(options::man_page(declare_all()).c_str(), stdout);
-    return 0;
-  }
-  if (args[0] == "completion") {
-    if (args.size() != 2 || args[1] != "bash") {
-      throw usage_error("completion: expected `joules completion bash`");
-    }
-    std::fputs(options::bash_completion(declare_all()).c_str(), stdout);
-    return 0;
-  }
+  if (args[0] == "manpage" || args[0] == "completion") return print_generated(args);
   for (auto& c : cli::make_commands()) {
     if (c->text().name != args[0]) continue;
     options::declared_command d = options::declare(std::move(c));
     const std::vector<std::string> rest(args.begin() + 1, args.end());
     options::parse_result parsed = options::parse(d, rest);
     if (parsed.help) {
-      std::fputs(options::help_text(d).c_str(), stdout);
+      std::fputs(options::help_text(d, help_width()).c_str(), stdout);
       return 0;
     }
     return d.cmd->run(std::move(parsed.positional));
   }
-  throw usage_error(fmt::format("unknown command '{}'; see joules --help", args[0]));
+  std::vector<std::string> names = command_names();
+  names.insert(names.end(), {"help", "completion", "manpage"});
+  throw usage_error(fmt::format("unknown command '{}'{}; see joules --help", args[0],
+                                options::suggestion(args[0], names)));
 }
 
 }  // namespace

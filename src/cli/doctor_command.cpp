@@ -25,7 +25,7 @@ constexpr options::command_text kText{
     "for bad options.",
     "joules doctor\n"
     "joules doctor --json | jq .findings\n"
-    "joules doctor --gpus 0,1 || scontrol update nodename=$(hostname) state=drain reason=gpu"};
+    "joules doctor --gpus 0,1 || scontrol update nodename=$(hostname) state=drain"};
 
 class doctor_command final : public options::command {
  public:

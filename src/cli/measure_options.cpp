@@ -14,7 +14,6 @@ namespace joules::cli {
 namespace {
 
 constexpr std::string_view kOutput = "Output";
-constexpr std::string_view kExport = "Live metrics";
 
 std::pair<std::string, std::string> run_label(const std::string& label,
                                               const session::measure_settings& s) {
@@ -68,7 +67,12 @@ void declare_measure(options::option_table& t, measure_options& out) {
                "1000 when --output is a file; none otherwise", 10, 3600000, out.samples_interval,
                &out.samples_given);
   t.excludes(t.flag("no-samples", 0, "Write no `sample` records.", out.no_samples), samples);
-  t.flag("quiet", 'q', "Do not print the summary line.", s.quiet);
+  t.excludes(t.flag("quiet", 'q', "Do not print the summary.", s.quiet),
+             t.choice("summary", "FORM",
+                      "How the summary on stderr looks: an aligned block (energy, power, steps, "
+                      "J/token, CO2e, cost, method, what was not measured), or one line for logs; "
+                      "auto is a block on a terminal and a line otherwise.",
+                      "auto", {"auto", "block", "line"}, out.summary));
   t.repeated("label", "KEY=VALUE",
              "Attach a label to the run's records. KEY is letters, digits and _, not starting "
              "with a digit.",
@@ -84,29 +88,7 @@ void declare_measure(options::option_table& t, measure_options& out) {
            }
            out.run_id = v;
          });
-  t.group(kExport);
-  session::export_settings& e = s.exports;
-  t.text("prometheus", 0, "[HOST:]PORT",
-         "Serve the run's metrics at http://HOST:PORT/metrics while it runs (docs/metrics.md). "
-         "HOST is 127.0.0.1 unless given; port 0 picks a free port. The address is printed on "
-         "stderr.",
-         "", [&e](const std::string& v) {
-           e.prometheus = exporter::parse_listen_address(v, "--prometheus");
-         });
-  CLI::Option* otlp = t.text(
-      "otlp", 0, "URL",
-      "Push the run's metrics to an OpenTelemetry collector over OTLP/HTTP with JSON, e.g. "
-      "http://127.0.0.1:4318 (/v1/metrics is added when the URL has no path). A down or slow "
-      "collector never holds up the command; batches not delivered are counted in session_end.",
-      "", [&e](const std::string& v) { e.otlp = session::parse_otlp_url(v); });
-  t.needs(t.repeated("otlp-header", "KEY=VALUE", "An HTTP header sent with every OTLP request.",
-                     [&e](const std::string& v) {
-                       e.otlp_headers.push_back(session::parse_otlp_header(v));
-                     }),
-          otlp);
-  t.needs(t.millis("otlp-interval", "Milliseconds between OTLP pushes.", "10000", 100, 3600000,
-                   e.otlp_interval),
-          otlp);
+  declare_exports(t, s.exports);
   declare_sim(t, s.backend);
   declare_components(t, s.backend.components,
                      "gpu, plus cpu and dram where RAPL can be read (what cannot is said in the "
@@ -137,6 +119,11 @@ session::measure_settings finish_measure(measure_options& o, std::vector<std::st
     s.samples_interval = o.samples_interval;
     s.samples_default = !o.samples_given;
   }
+  session::check_otlp_tls(s.exports);
+  using form = session::measure_settings::summary_form;
+  s.summary = o.summary == "block"  ? form::block
+              : o.summary == "line" ? form::line
+                                    : form::automatic;
   return s;
 }
 

@@ -19,7 +19,7 @@ constexpr options::command_text kText{
     "N). Bad options exit with status 2 before CMD starts; 127 and 126 mean CMD was not found or "
     "cannot be run; 125 means joules itself could not measure (no GPU, no driver).",
     "joules run -- torchrun --nproc_per_node=8 train.py\n"
-    "joules run --gpus 0,1 --output run.jsonl --label config=lr3e-4 -- python train.py\n"
+    "joules run --gpus 0,1 -o run.jsonl --label config=lr3e-4 -- python train.py\n"
     "joules run --backend sim --sim-gpus 8 -- sleep 5"};
 
 class run_command final : public options::command {

@@ -32,6 +32,9 @@ void declare_carbon(options::option_table& t, carbon::settings& out);
 // usage_error.
 carbon::factors resolve_carbon(carbon::settings s);
 
+// --prometheus, --otlp and the OTLP options (header, interval, TLS files).
+void declare_exports(options::option_table& t, session::export_settings& e);
+
 // Everything `run` has (and `wrap` too): the options above, --interval, the outputs, labels,
 // run id and live metrics.  `run_id` and `carbon` are raw until finish_measure().
 struct measure_options {
@@ -41,6 +44,7 @@ struct measure_options {
   bool no_samples = false;
   std::optional<std::string> run_id;
   carbon::settings carbon;
+  std::string summary = "auto";  // --summary
 };
 void declare_measure(options::option_table& t, measure_options& out);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.

@@ -11,7 +11,7 @@ constexpr std::string_view kSteps = "Steps";
 constexpr std::uint64_t kMaxCount = 1ULL << 50U;
 
 constexpr options::command_text kText{
-    "wrap", "energy per training step, per phase and per token; prediction of the whole run",
+    "wrap", "energy per step, phase and token; a prediction of the whole run",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD like joules run, and reads its stdout and stderr as it goes: both pass through to "
     "joules' stdout and stderr byte for byte, and the lines that report training steps (the "

@@ -6,9 +6,6 @@
 namespace joules {
 namespace {
 
-// Fewer readings than this in a window, and its peak is raised to its average when below it.
-constexpr std::size_t kFewTicks = 5;
-
 microjoules to_microjoules(double j) {
   return static_cast<microjoules>(std::llround(j * 1e6));
 }
@@ -147,21 +144,6 @@ void accounting::finish_windows(bool final) {
       dw.peak_power_w = a.stats.device_peak_w[d];
       dw.method = tl.has_readings() ? tl.method_between(a.t, b.t) : energy_method::none;
       dw.lost = tl.lost_at() && *tl.lost_at() < b.t;
-    }
-    // Power reached at least its average over the window: in a window of a few readings, the
-    // readings can miss the peak, and a peak below the average is no peak.  (With more readings
-    // the sampled peak stands: the average carries the small error of the window's edges.)
-    if (w.duration_s() > 0.0 && w.ticks < kFewTicks) {
-      double avg_sum = 0.0;
-      bool any = false;
-      for (auto& dw : w.devices) {
-        if (!dw.peak_power_w || !dw.energy_uj) continue;
-        const double avg = static_cast<double>(*dw.energy_uj) / 1e6 / w.duration_s();
-        dw.peak_power_w = std::max(*dw.peak_power_w, avg);
-        avg_sum += avg;
-        any = true;
-      }
-      if (any) w.peak_power_w = std::max(w.peak_power_w.value_or(0.0), avg_sum);
     }
     finished_.push_back(std::move(w));
     boundaries_.pop_front();

@@ -30,6 +30,8 @@ struct tick_sample {
 
 struct device_window {
   std::optional<microjoules> energy_uj;  // nullopt: this device yielded no reading at all
+  // The highest power reading in the window; nullopt when none fell in it.  Never raised to the
+  // window's average: a peak is a value a reading had.
   std::optional<double> peak_power_w;
   energy_method method = energy_method::none;
   bool lost = false;  // the device was lost before the window ended
@@ -40,7 +42,7 @@ struct window_result {
   double start_t = 0.0;
   double end_t = 0.0;
   microjoules energy_uj = 0;           // sum over the devices that have energy
-  std::optional<double> peak_power_w;  // the peak of per-tick sums over devices
+  std::optional<double> peak_power_w;  // the highest per-tick sum over devices (as read)
   std::size_t ticks = 0;
   std::vector<device_window> devices;
 

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
 namespace joules::health {
 namespace {
@@ -170,18 +171,17 @@ void pcie(builder& b, const health_reading& h) {
 
 void power_management(builder& b, const device_info& d, const health_reading& h) {
   const unsigned i = d.index;
-  const auto limit = h.power_limit_w
-                         ? h.power_limit_w
-                         : (d.power_limit ? std::optional(d.power_limit->value) : std::nullopt);
-  const auto fallback_default =
-      d.default_power_limit ? std::optional(d.default_power_limit->value) : std::nullopt;
-  const auto def = h.default_power_limit_w ? h.default_power_limit_w : fallback_default;
-  if (limit && def && *limit < *def - kLimitToleranceW) {
+  // NaN stands for "not known": every comparison with it is false.
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  const double limit = h.power_limit_w.value_or(d.power_limit ? d.power_limit->value : nan);
+  const double def =
+      h.default_power_limit_w.value_or(d.default_power_limit ? d.default_power_limit->value : nan);
+  if (limit < def - kLimitToleranceW) {
     b.add(severity::warning, "power_limit_below_default",
           fmt::format("power limit {:.0f} W is below the default {:.0f} W: the GPU is capped",
-                      *limit, *def),
-          fmt::format("if that is not intended: nvidia-smi -i {} -pl {:.0f} (root)", i, *def),
-          fmt::format("limit {:.0f}<{:.0f} W", *limit, *def));
+                      limit, def),
+          fmt::format("if that is not intended: nvidia-smi -i {} -pl {:.0f} (root)", i, def),
+          fmt::format("limit {:.0f}<{:.0f} W", limit, def));
   }
   if (h.persistence_mode == false) {
     b.add(severity::warning, "persistence_off",

@@ -1,109 +1,23 @@
 #include "http/http_client.hpp"
 
+#include <curl/curl.h>
 #include <fmt/format.h>
 #include <netdb.h>
-#include <poll.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
-#include <memory>
-#include <optional>
+#include <mutex>
 
-#include "http/listen_socket.hpp"
-#include "util/clock.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
 namespace joules::exporter {
 namespace {
 
-using detail::unique_fd;
-
-constexpr std::size_t kMaxResponse = 64 * 1024;
-
-std::string errno_text(int e) {
-  return std::strerror(e);
-}
-
-// Milliseconds left until `deadline` for poll(), at least 0.
-int ms_left(mono_time deadline) {
-  const auto left =
-      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
-  return left <= 0 ? 0 : static_cast<int>(std::min<long long>(left, 60000));
-}
-
-// Waits for `events` on fd; false on timeout or error (error says which).
-bool wait_for(int fd, short events, mono_time deadline, std::string& error) {
-  while (true) {
-    pollfd p{fd, events, 0};
-    const int n = ::poll(&p, 1, ms_left(deadline));
-    if (n > 0) return true;
-    if (n == 0) {
-      error = "timed out";
-      return false;
-    }
-    if (errno != EINTR) {
-      error = errno_text(errno);
-      return false;
-    }
-  }
-}
-
-unique_fd connect_to(const http_target& t, mono_time deadline, std::string& error) {
-  error = "no address";
-  for (std::size_t i = 0; i < t.addresses.size(); ++i) {
-    const auto* sa = reinterpret_cast<const sockaddr*>(&t.addresses[i]);
-    unique_fd fd(::socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
-    if (!fd) {
-      error = errno_text(errno);
-      continue;
-    }
-    if (::connect(fd.get(), sa, t.lengths[i]) != 0) {
-      if (errno != EINPROGRESS) {
-        error = fmt::format("connect: {}", errno_text(errno));
-        continue;
-      }
-      if (!wait_for(fd.get(), POLLOUT, deadline, error)) {
-        error = "connect: " + error;
-        continue;
-      }
-      int so_error = 0;
-      socklen_t len = sizeof so_error;
-      ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &so_error, &len);
-      if (so_error != 0) {
-        error = fmt::format("connect: {}", errno_text(so_error));
-        continue;
-      }
-    }
-    return fd;
-  }
-  return unique_fd{};
-}
-
-bool send_all(int fd, std::string_view data, mono_time deadline, std::string& error) {
-  while (!data.empty()) {
-    const ssize_t n = ::send(fd, data.data(), data.size(), MSG_NOSIGNAL);
-    if (n > 0) {
-      data.remove_prefix(static_cast<std::size_t>(n));
-      continue;
-    }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (!wait_for(fd, POLLOUT, deadline, error)) {
-        error = "send: " + error;
-        return false;
-      }
-      continue;
-    }
-    error = fmt::format("send: {}", errno_text(errno));
-    return false;
-  }
-  return true;
-}
+constexpr std::size_t kMaxBody = 1024;
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
@@ -112,50 +26,89 @@ bool iequals(std::string_view a, std::string_view b) {
          });
 }
 
-// "HTTP/1.1 503 Service Unavailable" -> 503.
-std::optional<int> status_of(std::string_view head) {
-  if (head.size() < 12 || head.substr(0, 7) != "HTTP/1.") return std::nullopt;
-  const auto code = parse_uint(head.substr(9, 3), 100, 599);
-  return code ? std::optional<int>(static_cast<int>(*code)) : std::nullopt;
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
 }
 
-std::optional<std::size_t> content_length(std::string_view head) {
-  std::size_t pos = 0;
-  while ((pos = head.find("\r\n", pos)) != std::string_view::npos) {
-    pos += 2;
-    const std::size_t end = head.find("\r\n", pos);
-    const std::string_view line = head.substr(pos, end == std::string_view::npos ? end : end - pos);
-    const std::size_t colon = line.find(':');
-    if (colon != std::string_view::npos && iequals(trim(line.substr(0, colon)), "content-length")) {
-      const auto n = parse_uint(trim(line.substr(colon + 1)), 0, kMaxResponse);
-      if (n) return static_cast<std::size_t>(*n);
-    }
+// Once per process, whichever thread comes first: curl_global_init() is not safe to call twice
+// at once (https://curl.se/libcurl/c/curl_global_init.html).  Never cleaned up: libcurl lives
+// until exit.
+void init_curl_once() {
+  static std::once_flag once;
+  static CURLcode rc = CURLE_OK;
+  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  if (rc != CURLE_OK)
+    throw fatal_error(fmt::format("OTLP: cannot initialise libcurl: {}", curl_easy_strerror(rc)));
+}
+
+// Errors that sending again cannot mend: the URL, a certificate the client does not trust or
+// cannot use, a file it cannot read.  Everything else (refused, reset, timed out, a name that
+// does not resolve now) may pass.
+bool transient(CURLcode code) {
+  switch (code) {
+    case CURLE_UNSUPPORTED_PROTOCOL:
+    case CURLE_URL_MALFORMAT:
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CERTPROBLEM:
+    case CURLE_SSL_CIPHER:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CRL_BADFILE:
+    case CURLE_SSL_ISSUER_ERROR:
+    case CURLE_SSL_PINNEDPUBKEYNOTMATCH:
+    case CURLE_SSL_ENGINE_NOTFOUND:
+    case CURLE_SSL_ENGINE_SETFAILED:
+    case CURLE_SSL_ENGINE_INITFAILED:
+    case CURLE_FILESIZE_EXCEEDED:
+    case CURLE_TOO_MANY_REDIRECTS:
+    case CURLE_OUT_OF_MEMORY:
+      return false;
+    default:
+      return true;
   }
-  return std::nullopt;
 }
 
 }  // namespace
+
+// --- URLs ----------------------------------------------------------------------------------
 
 std::string http_url::authority() const {
   const bool v6 = host.find(':') != std::string::npos;
   return v6 ? fmt::format("[{}]:{}", host, port) : fmt::format("{}:{}", host, port);
 }
 
+std::string http_url::text() const {
+  return fmt::format("{}://{}{}", https ? "https" : "http", authority(), path);
+}
+
+std::string http_url::display() const {
+  const std::size_t query = path.find_first_of("?#");
+  return fmt::format("{}://{}{}", https ? "https" : "http", authority(), path.substr(0, query));
+}
+
 http_url parse_http_url(std::string_view value, std::string_view option) {
   const auto bad = [&](std::string_view why) {
-    return usage_error(fmt::format(
-        "{} '{}': {}; expected http://HOST[:PORT][/PATH], e.g. http://127.0.0.1:4318/v1/metrics",
-        option, value, why));
+    return usage_error(
+        fmt::format("{} '{}': {}; expected http[s]://HOST[:PORT][/PATH], e.g. "
+                    "http://127.0.0.1:4318/v1/metrics",
+                    option, value, why));
   };
-  if (value.substr(0, 8) == "https://") {
-    throw bad("https is not supported; send to a local OpenTelemetry collector over http");
+  http_url url;
+  std::string_view rest;
+  if (value.substr(0, 7) == "http://") {
+    rest = value.substr(7);
+  } else if (value.substr(0, 8) == "https://") {
+    url.https = true;
+    url.port = 443;
+    rest = value.substr(8);
+  } else {
+    throw bad("not an http:// or https:// URL");
   }
-  if (value.substr(0, 7) != "http://") throw bad("not an http:// URL");
-  std::string_view rest = value.substr(7);
   const std::size_t slash = rest.find('/');
   const std::string_view authority = rest.substr(0, slash);
-  http_url url;
   url.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.find('@') != std::string_view::npos)
+    throw bad("credentials belong in --otlp-header");
   std::string_view port_text;
   if (!authority.empty() && authority.front() == '[') {
     const std::size_t close = authority.find(']');
@@ -170,9 +123,14 @@ http_url parse_http_url(std::string_view value, std::string_view option) {
     const std::size_t colon = authority.rfind(':');
     url.host = std::string(authority.substr(0, colon));
     if (colon != std::string_view::npos) port_text = authority.substr(colon + 1);
+    if (url.host.find(':') != std::string::npos) throw bad("an IPv6 address goes in [brackets]");
   }
   if (url.host.empty()) throw bad("no host");
-  if (url.host.find('@') != std::string::npos) throw bad("credentials belong in --otlp-header");
+  for (char c : url.host) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b <= ' ' || b >= 127 || std::string_view("/?#[]%\\").find(c) != std::string_view::npos)
+      throw bad("not a host name or address");
+  }
   if (!port_text.empty() || authority.find(':') != std::string_view::npos) {
     const auto port = parse_uint(port_text, 1, 65535);
     if (!port) throw bad("the port must be 1 to 65535");
@@ -185,7 +143,14 @@ http_url parse_http_url(std::string_view value, std::string_view option) {
   return url;
 }
 
-http_target resolve_http_target(const http_url& url, std::string_view option) {
+bool proxy_configured(const http_url& url) {
+  // libcurl reads http_proxy in lower case only (an upper-case HTTP_PROXY can be set by a
+  // request header in CGI programs), the others in both cases.
+  if (env_set("all_proxy") || env_set("ALL_PROXY")) return true;
+  return url.https ? env_set("https_proxy") || env_set("HTTPS_PROXY") : env_set("http_proxy");
+}
+
+void check_resolves(const http_url& url, std::string_view option) {
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;
@@ -194,75 +159,186 @@ http_target resolve_http_target(const http_url& url, std::string_view option) {
   const std::string port = std::to_string(url.port);
   if (const int rc = ::getaddrinfo(url.host.c_str(), port.c_str(), &hints, &found); rc != 0) {
     throw usage_error(fmt::format("{}: cannot resolve {}: {}", option, url.host,
-                                  rc == EAI_SYSTEM ? errno_text(errno) : ::gai_strerror(rc)));
+                                  rc == EAI_SYSTEM ? std::strerror(errno) : ::gai_strerror(rc)));
   }
-  const std::unique_ptr<addrinfo, decltype(&::freeaddrinfo)> list(found, &::freeaddrinfo);
-  http_target t;
-  t.url = url;
-  for (const addrinfo* ai = found; ai != nullptr; ai = ai->ai_next) {
-    sockaddr_storage ss{};
-    std::memcpy(&ss, ai->ai_addr, ai->ai_addrlen);
-    t.addresses.push_back(ss);
-    t.lengths.push_back(ai->ai_addrlen);
-  }
-  return t;
+  ::freeaddrinfo(found);
 }
 
-http_result http_post(const http_target& target, std::string_view content_type,
-                      const std::vector<std::pair<std::string, std::string>>& headers,
-                      std::string_view body, std::chrono::milliseconds timeout) {
-  const mono_time deadline = steady::now() + timeout;
-  http_result result;
-  unique_fd fd = connect_to(target, deadline, result.error);
-  if (!fd) return result;
-  std::string head = fmt::format(
-      "POST {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: joules/{}\r\nContent-Type: {}\r\n"
-      "Content-Length: {}\r\nConnection: close\r\n",
-      target.url.path, target.url.authority(), JOULES_VERSION, content_type, body.size());
-  for (const auto& [k, v] : headers)
-    head += fmt::format("{}: {}\r\n", k, v);
-  head += "\r\n";
-  if (!send_all(fd.get(), head, deadline, result.error) ||
-      !send_all(fd.get(), body, deadline, result.error)) {
-    return result;
+std::string printable_excerpt(std::string_view text, std::size_t max) {
+  std::string out;
+  for (const char c : text.substr(0, max)) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b >= 0x7F || c == '\\') {
+      out += fmt::format("\\x{:02x}", b);
+    } else {
+      out += c;
+    }
+  }
+  if (text.size() > max) out += "...";
+  return out;
+}
+
+// --- the client ----------------------------------------------------------------------------
+
+struct http_client::handles {
+  CURL* easy = nullptr;
+  CURLM* multi = nullptr;  // holds the kept-alive connection between requests
+  curl_slist* headers = nullptr;
+  std::string url;
+  http_tls tls;
+  char error[CURL_ERROR_SIZE] = {};
+  http_result* result = nullptr;  // of the request in flight
+
+  ~handles() {
+    if (multi != nullptr && easy != nullptr) curl_multi_remove_handle(multi, easy);
+    if (easy != nullptr) curl_easy_cleanup(easy);
+    if (multi != nullptr) curl_multi_cleanup(multi);
+    curl_slist_free_all(headers);
   }
 
-  std::string in;
-  std::optional<std::size_t> head_end;
-  std::optional<std::size_t> length;
-  std::array<char, 4096> buf{};
-  while (true) {
-    if (head_end && length && in.size() >= *head_end + *length) break;
-    if (in.size() > kMaxResponse + 8192) break;
-    std::string error;
-    if (!wait_for(fd.get(), POLLIN, deadline, error)) {
-      if (!head_end) result.error = "waiting for the response: " + error;
-      break;
-    }
-    const ssize_t n = ::recv(fd.get(), buf.data(), buf.size(), 0);
-    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
-    if (n <= 0) {
-      if (!head_end)
-        result.error = n == 0 ? "connection closed before a response" : errno_text(errno);
-      break;
-    }
-    in.append(buf.data(), static_cast<std::size_t>(n));
-    if (!head_end) {
-      const std::size_t end = in.find("\r\n\r\n");
-      if (end != std::string::npos) {
-        head_end = end + 4;
-        length = content_length(std::string_view(in).substr(0, end));
-      }
-    }
+  static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self) {
+    http_result& r = *static_cast<handles*>(self)->result;
+    const std::size_t bytes = size * n;
+    r.body.append(data, std::min(bytes, kMaxBody - std::min(kMaxBody, r.body.size())));
+    return bytes;  // the rest is read and dropped
   }
-  if (!head_end) return result;
-  const auto status = status_of(in);
-  if (!status) {
-    result.error = "not an HTTP response";
+
+  // Every header line of every response, a proxy's answer to CONNECT included: a status line
+  // starts the headers of a new response.
+  static std::size_t on_header(char* data, std::size_t size, std::size_t n, void* self) {
+    http_result& r = *static_cast<handles*>(self)->result;
+    const std::string_view line(data, size * n);
+    if (line.starts_with("HTTP/")) {
+      r.retry_after.clear();
+      r.body.clear();
+    }
+    const std::size_t colon = line.find(':');
+    if (colon != std::string_view::npos && iequals(trim(line.substr(0, colon)), "retry-after"))
+      r.retry_after = std::string(trim(line.substr(colon + 1)));
+    return size * n;
+  }
+};
+
+http_client::http_client(http_url url, http_tls tls,
+                         std::vector<std::pair<std::string, std::string>> headers)
+    : h_(std::make_unique<handles>()), cut_off_ns_(INT64_MAX) {
+  init_curl_once();
+  handles& h = *h_;
+  h.url = url.text();
+  h.tls = std::move(tls);
+  h.easy = curl_easy_init();
+  h.multi = curl_multi_init();
+  if (h.easy == nullptr || h.multi == nullptr)
+    throw fatal_error("OTLP: cannot make a libcurl handle");
+  // "Expect: 100-continue" would cost a round trip (or a second, with servers that ignore it).
+  headers.emplace_back("Expect", "");
+  for (const auto& [k, v] : headers) {
+    // "Key;" sends an empty header; "Key:" removes one libcurl would send.
+    const std::string line = v.empty() ? k + (k == "Expect" ? ":" : ";") : k + ": " + v;
+    curl_slist* more = curl_slist_append(h.headers, line.c_str());
+    if (more == nullptr) throw fatal_error("OTLP: out of memory");
+    h.headers = more;
+  }
+  const std::string agent = fmt::format("joules/{}", JOULES_VERSION);
+  CURL* e = h.easy;
+  curl_easy_setopt(e, CURLOPT_URL, h.url.c_str());
+  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // copied by libcurl
+  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h.headers);
+  curl_easy_setopt(e, CURLOPT_POST, 1L);
+  // No signals: libcurl runs on a thread of a process that handles its own (and SIGPIPE is
+  // ignored by joules, app.cpp).
+  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h.error);
+  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &handles::on_body);
+  curl_easy_setopt(e, CURLOPT_WRITEDATA, &h);
+  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &handles::on_header);
+  curl_easy_setopt(e, CURLOPT_HEADERDATA, &h);
+  // CURLOPT_PROXY is left unset: libcurl then takes the proxy from the environment.
+  if (!h.tls.ca_file.empty()) {
+    // Only this file's CAs, as the OpenTelemetry collector's own `ca_file`.
+    curl_easy_setopt(e, CURLOPT_CAINFO, h.tls.ca_file.c_str());
+    curl_easy_setopt(e, CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+  }
+  if (!h.tls.client_cert.empty()) {
+    curl_easy_setopt(e, CURLOPT_SSLCERT, h.tls.client_cert.c_str());
+    curl_easy_setopt(e, CURLOPT_SSLKEY, h.tls.client_key.c_str());
+  }
+}
+
+http_client::~http_client() = default;
+
+void http_client::cut_off(mono_time deadline) {
+  const std::int64_t ns = monotonic_ns(deadline);
+  std::int64_t now = cut_off_ns_.load();
+  while (ns < now && !cut_off_ns_.compare_exchange_weak(now, ns)) {
+  }
+  curl_multi_wakeup(h_->multi);  // safe from any thread
+}
+
+http_result http_client::post(std::string_view body, std::chrono::milliseconds timeout,
+                              std::chrono::milliseconds connect_timeout) {
+  handles& h = *h_;
+  http_result result;
+  h.result = &result;
+  h.error[0] = '\0';
+  CURL* e = h.easy;
+  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
+  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
+                   static_cast<long>(std::max<long long>(1, timeout.count())));
+  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                   static_cast<long>(std::max<long long>(1, connect_timeout.count())));
+
+  // The multi interface, so that cut_off() can end a request at once (curl_multi_wakeup), where
+  // curl_easy_perform() would only look at a flag about once a second.
+  CURLcode code = CURLE_OK;
+  bool done = false;
+  if (const CURLMcode m = curl_multi_add_handle(h.multi, e); m != CURLM_OK) {
+    result.error = curl_multi_strerror(m);
+    h.result = nullptr;
     return result;
   }
-  result.status = *status;
-  result.error.clear();
+  while (true) {
+    int running = 0;
+    if (const CURLMcode m = curl_multi_perform(h.multi, &running); m != CURLM_OK) {
+      result.error = curl_multi_strerror(m);
+      break;
+    }
+    int left = 0;
+    while (CURLMsg* msg = curl_multi_info_read(h.multi, &left)) {
+      if (msg->msg == CURLMSG_DONE) {
+        code = msg->data.result;
+        done = true;
+      }
+    }
+    if (done) break;
+    const auto until_cut = std::chrono::nanoseconds(cut_off_ns_.load()) -
+                           std::chrono::nanoseconds(monotonic_ns(steady::now()));
+    if (until_cut.count() <= 0) {
+      result.cut_off = true;
+      break;
+    }
+    // libcurl shortens the wait to its own timers (timeouts, happy eyeballs) by itself.
+    const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until_cut).count();
+    curl_multi_poll(h.multi, nullptr, 0, static_cast<int>(std::min<long long>(ms, 1000)), nullptr);
+  }
+  curl_multi_remove_handle(h.multi, e);  // the connection stays in the multi handle's cache
+  h.result = nullptr;
+  if (!done) {
+    if (result.cut_off) result.error = "cut off";
+    return result;
+  }
+  if (code != CURLE_OK) {
+    result.error = h.error[0] != '\0' ? std::string(h.error) : curl_easy_strerror(code);
+    result.transient = transient(code);
+    result.retry_after.clear();
+    result.body.clear();
+    return result;
+  }
+  long status = 0;
+  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  result.status = static_cast<int>(status);
   return result;
 }
 

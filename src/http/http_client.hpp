@@ -1,62 +1,95 @@
 #pragma once
-// A minimal HTTP/1.1 client for OTLP pushes: one POST per connection (`Connection: close`), over
-// POSIX sockets, with one deadline for the whole exchange (connect, send, response), so that a
-// collector that accepts and then never answers costs at most the deadline.  Plain HTTP only:
-// OTLP over TLS goes through a local collector (or a sidecar), which is how collectors are
-// deployed next to jobs anyway.
+// The HTTP client of OTLP pushes (`--otlp URL`), over libcurl: `http://` and `https://` (the
+// system CA store, or only the CAs of a given file; a client certificate for mutual TLS),
+// proxies from the environment as libcurl reads them (https_proxy/HTTPS_PROXY, http_proxy,
+// all_proxy/ALL_PROXY, no_proxy/NO_PROXY; https://curl.se/libcurl/c/CURLOPT_PROXY.html), and one
+// connection kept alive from request to request.
 //
-// Written here rather than taken from cpp-httplib (Debian's libcpp-httplib-dev): what joules
-// needs is ~150 lines, and httplib's timeouts apply per read and per write, not to the whole
-// request, which is the bound the OTLP thread needs.
-//
-// Thread-safety: the functions are reentrant; an http_target is immutable once made.
+// One client is used by one thread at a time (the OTLP exporter's); cut_off() may be called
+// from any thread.  libcurl is initialised once per process, by the first client made.
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
-#include <sys/socket.h>
+#include "util/clock.hpp"
 
 namespace joules::exporter {
 
 struct http_url {
+  bool https = false;
   std::string host;  // without brackets
   std::uint16_t port = 80;
   std::string path = "/";  // with the query, if any
 
   // "host:port" as the Host header wants it ("[::1]:4318" for IPv6).
   std::string authority() const;
+  // The whole URL, as requested.
+  std::string text() const;
+  // Without the query (it may carry a token): for messages and records.
+  std::string display() const;
 };
 
-// Accepts `http://HOST[:PORT][/PATH]`; HOST a name, an IPv4 address or `[IPv6]`.  Throws
-// usage_error naming `option` and the value; `https://` is refused with a pointer to a local
-// collector.
+// Accepts `http[s]://HOST[:PORT][/PATH]`; HOST a name, an IPv4 address or `[IPv6]`; the port is
+// 80 or 443 unless given.  Throws usage_error naming `option` and the value.  Credentials in
+// the URL (user@host) are refused: they belong in a header, which joules never prints.
 http_url parse_http_url(std::string_view value, std::string_view option);
 
-// An URL resolved once (at start, before any child runs: a name that does not resolve is an input
-// error, not something to retry forever).
-struct http_target {
-  http_url url;
-  std::vector<sockaddr_storage> addresses;
-  std::vector<socklen_t> lengths;
+// True when the environment names a proxy libcurl could use for `url` (NO_PROXY not weighed):
+// the collector's name may then resolve only at the proxy.
+bool proxy_configured(const http_url& url);
+
+// Throws usage_error naming `option` when the host does not resolve here (checked before any
+// child runs: a typo is an input error, not something to retry for the whole run).
+void check_resolves(const http_url& url, std::string_view option);
+
+// `text` for a terminal: at most `max` bytes of it, every control and non-ASCII byte written as
+// \xNN, "..." when cut.  For what the network sends (a collector's error body).
+std::string printable_excerpt(std::string_view text, std::size_t max);
+
+struct http_tls {
+  std::string ca_file;      // PEM; empty: the system CA store
+  std::string client_cert;  // PEM; with client_key, or both empty
+  std::string client_key;   // PEM, unencrypted
 };
 
-// Throws usage_error when the host does not resolve.
-http_target resolve_http_target(const http_url& url, std::string_view option);
-
 struct http_result {
-  int status = 0;     // 0 when no response came (error says why)
-  std::string error;  // empty on a response
+  int status = 0;           // 0 when no response came (error says why)
+  bool transient = false;   // with status 0: sending again may work
+  bool cut_off = false;     // with status 0: ended by cut_off()
+  std::string error;        // curl's text, empty on a response
+  std::string retry_after;  // the Retry-After header's value, if any
+  std::string body;         // the response body's first bytes (up to 1 KiB)
   bool ok() const { return status >= 200 && status < 300; }
 };
 
-// POSTs `body` and reads the response's status line, headers and body (discarded, at most
-// 64 KiB), all before `timeout` has passed.  Never throws.
-http_result http_post(const http_target& target, std::string_view content_type,
-                      const std::vector<std::pair<std::string, std::string>>& headers,
-                      std::string_view body, std::chrono::milliseconds timeout);
+class http_client {
+ public:
+  // `headers` go with every request (the caller's Content-Type and Content-Encoding included).
+  // Throws fatal_error when libcurl cannot be initialised.
+  http_client(http_url url, http_tls tls, std::vector<std::pair<std::string, std::string>> headers);
+  ~http_client();
+  http_client(const http_client&) = delete;
+  http_client& operator=(const http_client&) = delete;
+
+  // POSTs `body` and waits for the whole response, at most `timeout` (`connect_timeout` of it
+  // for the connection and the TLS handshake), and never past the cut-off.  Never throws.
+  http_result post(std::string_view body, std::chrono::milliseconds timeout,
+                   std::chrono::milliseconds connect_timeout);
+
+  // No request runs past `deadline`, the one in flight included (it ends at once when the
+  // deadline has passed).  Any thread.
+  void cut_off(mono_time deadline);
+
+ private:
+  struct handles;
+  std::unique_ptr<handles> h_;
+  std::atomic<std::int64_t> cut_off_ns_;  // steady clock
+};
 
 }  // namespace joules::exporter

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "options/suggest.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -57,7 +58,7 @@ CLI::Option* option_table::add(std::string_view name, char short_name, std::stri
   o->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   o->allow_extra_args(false);
   bindings_.push_back({o, repeatable, std::move(store),
-                       option_meta{std::string(value_name), std::move(accepts), repeatable}});
+                       option_meta{std::string(value_name), std::move(accepts), repeatable, {}}});
   return o;
 }
 
@@ -142,10 +143,11 @@ CLI::Option* option_table::choice(std::string_view name, std::string_view value_
   }
   CLI::Option* o = add(name, 0, value_name, help, default_text, false,
                        fmt::format("One of {}.", list), [&out](const std::string& v) { out = v; });
-  o->check(expecting(
-      list,
-      [choices = std::move(choices)](const std::string& v) {
-        return std::find(choices.begin(), choices.end(), v) != choices.end();
+  bindings_.back().meta.choices = choices;
+  o->check(CLI::Validator(
+      [choices = std::move(choices), list](std::string& v) -> std::string {
+        if (std::find(choices.begin(), choices.end(), v) != choices.end()) return {};
+        return fmt::format("'{}': expected {}{}", v, list, suggestion(v, choices));
       },
       list));
   return o;

@@ -96,6 +96,7 @@ class option_table {
     std::string value_name;  // "MS"; empty for a flag
     std::string accepts;     // "From 1 to 60000.", "One of auto, nvml or sim."; or empty
     bool repeatable = false;
+    std::vector<std::string> choices;  // choice(): the values it takes (for completions)
   };
   const option_meta& meta(const CLI::Option* o) const;
   // Whether `o` takes a value (a flag does not).

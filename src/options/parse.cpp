@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <string_view>
 
+#include "options/suggest.hpp"
 #include "util/error.hpp"
 
 namespace joules::options {
@@ -101,8 +102,11 @@ parse_result parse(declared_command& d, std::span<const std::string> args) {
     const std::string key = is_long ? a.substr(0, eq) : a.substr(0, 2);
     const CLI::Option* o = find(app, key);
     if (o == nullptr) {
-      throw usage_error(
-          fmt::format("unknown option '{}' for joules {}; {}", a, name, see_help(name)));
+      std::vector<std::string> known;
+      for (const CLI::Option* k : app.get_options())
+        known.push_back(option_name(k));
+      throw usage_error(fmt::format("unknown option '{}' for joules {}{}; {}", a, name,
+                                    is_long ? suggestion(key, known) : "", see_help(name)));
     }
     const bool attached = is_long ? eq != std::string::npos : a.size() > 2;
     if (!d.table->takes_value(o)) {

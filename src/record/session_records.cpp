@@ -328,23 +328,29 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
   return w.take();
 }
 
-std::string summary_line(const run_context& ctx, const run_outcome& out) {
+run_summary summarise(const run_context& ctx, const run_outcome& out) {
+  run_summary sum;
   const double duration = seconds_between(ctx.start_mono, out.end_mono);
   const double energy = to_joules(out.window.energy_uj).value;
-  std::string s = fmt::format("joules: {} ({}) in {:.2f} s", format_joules(energy),
-                              format_wh(energy), duration);
-  if (duration > 0) s += fmt::format(", avg {:.0f} W", energy / duration);
+  std::string& h = sum.headline;
+  h = fmt::format("{} ({}) in {:.2f} s", format_joules(energy), format_wh(energy), duration);
+  if (duration > 0) h += fmt::format(", avg {:.0f} W", energy / duration);
   if (out.window.peak_power_w) {
     // RAPL domains have energy counters and no power readings: the peak is the GPUs' then.
     const bool rapl = std::any_of(ctx.devices.begin(), ctx.devices.end(), [](const auto& d) {
       return d.kind != device_kind::gpu && d.power == power_source::none;
     });
-    s += fmt::format(", peak {:.0f} W{}", *out.window.peak_power_w, rapl ? " of GPUs" : "");
+    h += fmt::format(", peak {:.0f} W{}", *out.window.peak_power_w, rapl ? " of GPUs" : "");
   }
+  const std::string samples =
+      fmt::format("{} sample{}", out.window.ticks, out.window.ticks == 1 ? "" : "s");
+  const std::string simulated =
+      ctx.backend.backend == "sim" ? " (simulated: a model, not a measurement)" : "";
   const auto parts = component_totals(ctx, out.window);
   if (parts.size() == 1 && parts[0].kind == device_kind::gpu) {
-    s += fmt::format("; {}; {}, {} sample{}", device_summary(ctx.devices), run_method(out.window),
-                     out.window.ticks, out.window.ticks == 1 ? "" : "s");
+    sum.parts.push_back({"devices", device_summary(ctx.devices), ""});
+    sum.parts.push_back(
+        {"method", fmt::format("{}, {}{}", run_method(out.window), samples, simulated), ""});
   } else {
     // GPU, CPU and DRAM each with their energy and method: a node total is never a blur.
     std::string list;
@@ -363,18 +369,17 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
                   ? fmt::format("{} {} ({})", what, part_j, t.method)
                   : fmt::format("{} {} ({}, {})", what, part_j, device_summary(of_kind), t.method);
     }
-    s += fmt::format("; {}; {} sample{}", list, out.window.ticks, out.window.ticks == 1 ? "" : "s");
+    sum.parts.push_back({"devices", list, ""});
+    sum.parts.push_back({"method", samples + simulated, ""});
   }
-
-  if (ctx.backend.backend == "sim") s += " (simulated: a model, not a measurement)";
   if (out.exit_signal) {
-    s += fmt::format("; command killed by {}", signal_name(*out.exit_signal));
+    sum.parts.push_back(
+        {"command", fmt::format("command killed by {}", signal_name(*out.exit_signal)), ""});
   } else if (out.exit_status != 0) {
-    s += fmt::format("; command exited with {}", out.exit_status);
+    sum.parts.push_back({"command", fmt::format("command exited with {}", out.exit_status), ""});
   }
-  const auto why = degradations(ctx, out);
-  for (const auto& reason : why)
-    s += fmt::format("; {}", reason);
+  for (const auto& reason : degradations(ctx, out))
+    sum.parts.push_back({"warning", reason, ""});
   // What was not measured, once: "CPU, DRAM not measured: <why>".
   std::vector<std::pair<std::string, std::string>> missing;
   for (const auto& c : ctx.components) {
@@ -386,9 +391,15 @@ std::string summary_line(const run_context& ctx, const run_outcome& out) {
       missing.emplace_back(what, c.detail);
     }
   }
-  for (const auto& [what, detail] : missing)
-    s += fmt::format("; {} not measured: {}", what, detail);
-  return s;
+  for (const auto& [what, detail] : missing) {
+    sum.parts.push_back({what, fmt::format("{} not measured: {}", what, detail), "",
+                         fmt::format("not measured: {}", detail)});
+  }
+  return sum;
+}
+
+std::string summary_line(const run_context& ctx, const run_outcome& out) {
+  return summarise(ctx, out).line();
 }
 
 }  // namespace joules

@@ -12,6 +12,7 @@
 #include "carbon/carbon.hpp"
 #include "devices/device_scope.hpp"
 #include "energy/accounting.hpp"
+#include "record/summary.hpp"
 #include "util/clock.hpp"
 #include "util/json_writer.hpp"
 
@@ -102,6 +103,11 @@ std::string session_start_record(const run_context& ctx);
 std::string session_end_record(const run_context& ctx, const run_outcome& out);
 
 // "joules: 778168 J (216.16 Wh) in 203.1 s, avg 3832 W, peak 4120 W; 8x NVIDIA H100 ...; ..."
+// The summary of a run (record/summary.hpp): the headline, devices and method, how the command
+// ended, what degraded the measurement and what was not measured.  Callers add their parts
+// (steps, carbon) before printing.
+run_summary summarise(const run_context& ctx, const run_outcome& out);
+// summarise(...).line().
 std::string summary_line(const run_context& ctx, const run_outcome& out);
 
 }  // namespace joules

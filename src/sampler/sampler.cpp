@@ -33,7 +33,8 @@ constexpr std::chrono::seconds kLearnAgainMost{600};
 
 }  // namespace
 
-sampler::sampler(backend_factory open, sampler_options options) : options_(options) {
+sampler::sampler(backend_factory open, sampler_options options, sampler_clock& clock)
+    : clock_(clock), steady_(&clock == &sampler_clock::steady()), options_(options) {
   thread_ = std::jthread(
       [this, open = std::move(open)](std::stop_token stop) { thread_main(std::move(stop), open); });
   std::unique_lock lock(mu_);
@@ -117,7 +118,7 @@ void sampler::start(std::vector<std::size_t> devices) {
   last_counter_uj_.assign(devices_.size(), std::nullopt);
   last_health_.assign(devices_.size(), std::nullopt);
   learn_previous_.assign(devices_.size(), std::nullopt);
-  learn_next_.assign(devices_.size(), steady::now());
+  learn_next_.assign(devices_.size(), now());
   learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
   for (std::size_t i : devices_) {
     if (const auto& most = backend_->devices()[i].max_read_interval) {
@@ -150,7 +151,7 @@ bool sampler::is_finishing() {
 
 sampler::wake sampler::wait_until(std::stop_token& stop, mono_time when, bool edges) {
   std::unique_lock lock(mu_);
-  cv_.wait_until(lock, when, [&] {
+  wait_locked(lock, when, [&] {
     return finishing_ || stop.stop_requested() || (edges && edge_requested_.load());
   });
   if (finishing_ || stop.stop_requested()) return wake::finish;
@@ -162,15 +163,15 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   tick_sample tick;
   tick.power_w.resize(devices_.size());
   std::vector<std::pair<double, device_reading>> readings(devices_.size());
-  const mono_time begin = steady::now();
+  const mono_time begin = now();
   for (std::size_t k = 0; k < devices_.size(); ++k) {
-    const mono_time a = steady::now();
+    const mono_time a = now();
     readings[k].second = backend_->read(devices_[k], read_what::all);
-    const mono_time b = steady::now();
+    const mono_time b = now();
     readings[k].first = monotonic_seconds(a) + 0.5 * seconds_between(a, b);
     if (readings[k].second.power) tick.power_w[k] = readings[k].second.power->value;
   }
-  const mono_time end = steady::now();
+  const mono_time end = now();
   tick.t = monotonic_seconds(begin) + 0.5 * seconds_between(begin, end);
 
   std::vector<std::pair<std::uint64_t, double>> counters(devices_.size());
@@ -216,31 +217,33 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
       previous[k] = tl.counter().last_energy_j();
     }
   }
-  const mono_time deadline = steady::now() + options_.start_burst_max;
-  mono_time next = steady::now();
+  const mono_time deadline = now() + options_.start_burst_max;
+  mono_time next = now();
   std::vector<bool> moved(devices_.size(), false);
   // The closest two reads of a device came: the time between the starts of two rounds.
   std::optional<mono_time> last_round;
   auto closest = mono_time::duration::max();
   while (std::find(counts.begin(), counts.end(), true) != counts.end()) {
     next += options_.burst_spacing;
-    if (next >= deadline || wait_until(stop, next, /*edges=*/false) == wake::finish) break;
-    const mono_time round = steady::now();
+    // The limit is time, not rounds: with reads slower than the spacing, `next` lags behind.
+    if (next >= deadline || now() >= deadline) break;
+    if (wait_until(stop, next, /*edges=*/false) == wake::finish) break;
+    const mono_time round = now();
     if (last_round) closest = std::min(closest, round - *last_round);
     last_round = round;
-    const auto now = read_round();
+    const auto counters = read_round();
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       if (!counts[k]) continue;
-      if (now[k].first != 0) {
+      if (counters[k].first != 0) {
         counts[k] = false;  // lost
         continue;
       }
       ++reads[k];
-      if (now[k].second != previous[k]) {
+      if (counters[k].second != previous[k]) {
         ++changes[k];
         moved[k] = true;
       }
-      previous[k] = now[k].second;
+      previous[k] = counters[k].second;
       if (counter_characterised(reads[k], changes[k])) counts[k] = false;
     }
   }
@@ -249,7 +252,7 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   const bool could_pin =
       closest == mono_time::duration::max() ||  // fewer than two rounds: it says nothing
       std::chrono::duration<double>(closest).count() <= counter_track::kNarrowBracketS;
-  const mono_time t = steady::now();
+  const mono_time t = now();
   std::lock_guard lock(mu_);
   if (abandoned_) return;
   for (std::size_t k = 0; k < devices_.size(); ++k) {
@@ -264,12 +267,12 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
 }
 
 void sampler::learn_when_moving(std::stop_token& stop,
-                                const std::vector<std::pair<std::uint64_t, double>>& now) {
+                                const std::vector<std::pair<std::uint64_t, double>>& counters) {
   // A GPU idle through the start burst (its counter did not move) has not shown how its counter
   // advances; boundaries on it could then only be placed to within an update period.  When its
   // counter starts moving, read it densely once more, at most every kLearnAgain (and less often
   // after bursts that learnt nothing: start_burst).
-  const mono_time t = steady::now();
+  const mono_time t = now();
   std::vector<bool> which(devices_.size(), false);
   bool any = false;
   {
@@ -278,8 +281,8 @@ void sampler::learn_when_moving(std::stop_token& stop,
       const device_timeline& tl = accounting_->timeline(k);
       const device_info& info = backend_->devices()[devices_[k]];
       const bool unknown = tl.counter().model() == counter_track::model_kind::unknown;
-      const bool moved = learn_previous_[k] && *learn_previous_[k] != now[k].second;
-      learn_previous_[k] = now[k].second;
+      const bool moved = learn_previous_[k] && *learn_previous_[k] != counters[k].second;
+      learn_previous_[k] = counters[k].second;
       if (!unknown || !moved || info.counter_continuous || tl.lost() || t < learn_next_[k])
         continue;
       which[k] = true;
@@ -303,7 +306,7 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
   std::vector<double> start_value;
   double longest_period = 0.0;
   double dense_from = std::numeric_limits<double>::infinity();
-  const double now_s = monotonic_seconds(steady::now());
+  const double now_s = monotonic_seconds(now());
   {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
@@ -320,27 +323,29 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
   const auto limit = std::min<std::chrono::microseconds>(
       options_.end_burst_max,
       std::chrono::microseconds(static_cast<std::int64_t>(1.5e6 * longest_period)));
-  const mono_time deadline = steady::now() + limit;
+  const mono_time deadline = now() + limit;
   const mono_time dense_at =
-      steady::now() + std::chrono::microseconds(static_cast<std::int64_t>(
-                          1e6 * std::clamp(dense_from - now_s, 0.0, 1.5 * longest_period)));
-  mono_time next = steady::now();
+      now() + std::chrono::microseconds(static_cast<std::int64_t>(
+                  1e6 * std::clamp(dense_from - now_s, 0.0, 1.5 * longest_period)));
+  mono_time next = now();
   while (true) {
     if (next >= dense_at) {
       next += options_.burst_spacing;
     } else {
       next = std::min(next + options_.shape_spacing, dense_at);
     }
-    if (next >= deadline) break;
+    if (next >= deadline || now() >= deadline) break;
     if (finishing) {
-      std::this_thread::sleep_until(next);
+      // finish() waits for these reads: nothing cuts them short.
+      std::unique_lock lock(mu_);
+      wait_locked(lock, next, [] { return false; });
     } else if (wait_until(stop, next, /*edges=*/false) == wake::finish) {
       break;
     }
-    const auto now = read_round();
+    const auto counters = read_round();
     bool all = true;
     for (std::size_t j = 0; j < stepped.size(); ++j) {
-      const auto& [lost, value] = now[stepped[j]];
+      const auto& [lost, value] = counters[stepped[j]];
       all = all && (lost != 0 || value != start_value[j]);
     }
     if (all) break;
@@ -361,7 +366,7 @@ void sampler::run(std::stop_token stop) {
   }
   cv_.notify_all();
 
-  const mono_time origin = steady::now();
+  const mono_time origin = now();
   if (options_.health_interval) read_health();
   next_health_ = origin + options_.health_interval.value_or(std::chrono::milliseconds(0));
   start_burst(stop, std::vector<bool>(devices_.size(), true));
@@ -376,19 +381,19 @@ void sampler::run(std::stop_token stop) {
       continue;  // the regular tick stays on its grid
     }
     learn_when_moving(stop, counters);
-    if (options_.health_interval && steady::now() >= next_health_) {
+    if (options_.health_interval && now() >= next_health_) {
       read_health();
       // On a grid, like the ticks: `now + interval` would slip past the next tick and read
       // health every other tick when both intervals are equal (the monitor's case).
       next_health_ += *options_.health_interval;
-      const mono_time after = steady::now();
+      const mono_time after = now();
       while (next_health_ <= after)
         next_health_ += *options_.health_interval;
     }
     next += options_.interval;
     // A tick that overran (a slow backend call) skips the slots it missed but stays on the grid.
-    const mono_time now = steady::now();
-    while (next <= now)
+    const mono_time t = now();
+    while (next <= t)
       next += options_.interval;
   }
   if (!is_finishing()) return;
@@ -413,7 +418,7 @@ std::vector<window_result> sampler::finish(mono_time end) {
   finishing_ = true;
   cv_.notify_all();
   const auto budget = options_.finish_timeout + options_.end_burst_max;
-  if (!cv_.wait_for(lock, budget, [this] { return done_; })) {
+  if (!wait_locked(lock, now() + budget, [this] { return done_; })) {
     // Stuck in a backend call (a hung driver): compute what can be known without it.  The thread
     // is left behind; it checks abandoned_ before touching anything when it wakes up.
     abandoned_ = true;
@@ -438,7 +443,7 @@ bool sampler::stop(std::chrono::milliseconds grace) {
   if (!started_) return true;  // not sampling: the destructor ends the thread
   thread_.request_stop();
   cv_.notify_all();  // a wait_until() in progress re-checks the stop token
-  if (!cv_.wait_for(lock, grace, [this] { return exited_; })) {
+  if (!wait_locked(lock, now() + grace, [this] { return exited_; })) {
     // Stuck in a backend call: the thread checks abandoned_ before touching anything when it
     // comes back, and never calls the driver again.
     abandoned_ = true;
@@ -461,7 +466,7 @@ void sampler::read_health() {
     for (std::size_t k = 0; k < devices_.size(); ++k)
       last_health_[k] = std::move(h[k]);
   }
-  publish(steady::now());
+  publish(now());
 }
 
 void sampler::publish(mono_time taken) {

@@ -1,8 +1,9 @@
 #pragma once
-// The sampler: the only code that reads a backend during a run.  One thread,
-// scheduled on steady_clock with `next += period` so it never drifts, reads every accounted
-// device each tick, feeds accounting, and publishes immutable snapshots for whoever wants live
-// numbers (the HTTP exporter, the monitor view).
+// The sampler: the only code that reads a backend during a run.  One thread, scheduled with
+// `next += period` so it never drifts, reads every accounted device each tick, feeds accounting,
+// and publishes immutable snapshots for whoever wants live numbers (the HTTP exporter, the
+// monitor view).  All its time comes from a sampler_clock (steady_clock unless given another):
+// its schedule, its waits and the instants its readings are stamped with.
 //
 // Around every boundary it reads more: right after start, every millisecond until it has seen
 // each energy counter advance a few times (this tells a counter that advances continuously from
@@ -29,6 +30,7 @@
 
 #include "backends/backend.hpp"
 #include "energy/accounting.hpp"
+#include "sampler/sampler_clock.hpp"
 #include "util/clock.hpp"
 
 namespace joules {
@@ -70,8 +72,10 @@ class sampler {
 
   // Starts the sampler thread, which opens the backend with `open`: from then on only that
   // thread calls it, from its probing at open to its shutdown at the end (nobody else calls the
-  // driver: docs/architecture.md).  Throws what `open` threw.
-  sampler(backend_factory open, sampler_options options);
+  // driver).  Throws what `open` threw.  `clock` must outlive the sampler; instants given to
+  // boundary() and finish() are on it.
+  sampler(backend_factory open, sampler_options options,
+          sampler_clock& clock = sampler_clock::steady());
   ~sampler();
   sampler(const sampler&) = delete;
   sampler& operator=(const sampler&) = delete;
@@ -133,13 +137,21 @@ class sampler {
   // Dense reads of the devices in `which` until each counter has shown how it advances.
   void start_burst(std::stop_token& stop, const std::vector<bool>& which);
   void learn_when_moving(std::stop_token& stop,
-                         const std::vector<std::pair<std::uint64_t, double>>& now);
+                         const std::vector<std::pair<std::uint64_t, double>>& counters);
   void read_health();
   void edge_burst(std::stop_token& stop, bool finishing);
   bool is_finishing();
   void publish(mono_time taken);
   wake wait_until(std::stop_token& stop, mono_time when, bool edges);
+  // The clock's now(); the steady clock's without a virtual call, as every read is stamped.
+  mono_time now() const { return steady_ ? steady::now() : clock_.now(); }
+  // Waits on cv_ through the clock, with `lock` held on mu_ (sampler_clock::wait_until).
+  bool wait_locked(std::unique_lock<std::mutex>& lock, mono_time deadline, wake_condition woken) {
+    return clock_.wait_until(lock, cv_, deadline, woken);
+  }
 
+  sampler_clock& clock_;
+  const bool steady_;                 // clock_ is sampler_clock::steady()
   std::unique_ptr<backend> backend_;  // written by the thread before opened_, then immutable
   std::exception_ptr open_error_;
   std::vector<std::size_t> devices_;

@@ -11,8 +11,10 @@
 #include "session/device_choice.hpp"
 #include "session/identity.hpp"
 #include "term/messages.hpp"
+#include "term/terminal.hpp"
 #include "text/escape.hpp"
 #include "util/error.hpp"
+#include "util/strings.hpp"
 
 namespace joules::session {
 namespace {
@@ -169,6 +171,29 @@ void measurement::start() {
   }
 }
 
+void measurement::print_summary(const run_outcome& out,
+                                const std::vector<summary_part>& extra) const {
+  run_summary sum = summarise(ctx_, out);
+  sum.parts.insert(sum.parts.end(), extra.begin(), extra.end());
+  const auto footprint = carbon::assess(ctx_.carbon, to_joules(out.window.energy_uj).value);
+  for (auto& [label, text] : carbon::summary_pieces(footprint)) {
+    // "no CO2e: why" reads "CO2e  none: why" in the block.
+    const bool none = text.starts_with("no CO2e: ");
+    sum.parts.push_back({label, text, "", none ? "none: " + text.substr(9) : std::string()});
+  }
+  const term::capabilities err = term::of(STDERR_FILENO);
+  using form = measure_settings::summary_form;
+  const bool block =
+      settings_.summary == form::block || (settings_.summary == form::automatic && err.tty);
+  const std::string text =
+      block ? sum.block(std::clamp<std::size_t>(err.columns, 60, 160)) : sum.line() + "\n";
+  // GPU names and labels are outside strings: each line shown escaped, in one write.
+  std::string shown;
+  for (const auto& line : split(std::string_view(text).substr(0, text.size() - 1), '\n'))
+    shown += text::escape_for_terminal(line) + "\n";
+  std::fputs(shown.c_str(), stderr);
+}
+
 std::vector<double> measurement::energy_at(mono_time t) const {
   // The latest snapshot is from the sampler's first readings, a few milliseconds from t: carry
   // its energy to t at the power it read.
@@ -239,7 +264,7 @@ void measurement::add_window(const window_result& w) {
 }
 
 int measurement::finish(const interval_end& end, const std::string& extra_json,
-                        const std::string& summary_extra) {
+                        const std::vector<summary_part>& summary_extra) {
   run_outcome out;
   out.end_mono = end.time;
   out.end_wall = std::chrono::system_clock::now();
@@ -280,13 +305,7 @@ int measurement::finish(const interval_end& end, const std::string& extra_json,
     out.records_lost = sink_->failed_writes();
     sink_->write(session_end_record(ctx_, out));
   }
-  if (!settings_.quiet && !settings_.json) {
-    const auto footprint = carbon::assess(ctx_.carbon, to_joules(out.window.energy_uj).value);
-    // GPU names and labels are outside strings: shown escaped, on one line.
-    const std::string line = text::escape_for_terminal(summary_line(ctx_, out) + summary_extra +
-                                                       carbon::summary_text(footprint));
-    std::fprintf(stderr, "%s\n", line.c_str());
-  }
+  if (!settings_.quiet && !settings_.json) print_summary(out, summary_extra);
   if (exporters_) {
     if (const std::string lost = exporters_->loss_line(); !lost.empty())
       std::fprintf(stderr, "%s\n", lost.c_str());

@@ -44,6 +44,8 @@ struct measure_settings {
   std::string run_id;
   std::vector<std::string> command;  // the measured command, when there is one
   export_settings exports;           // --prometheus, --otlp
+  // --summary: an aligned block on a terminal and one line otherwise (auto), or either always.
+  enum class summary_form { automatic, block, line } summary = summary_form::automatic;
   carbon::factors carbon;  // --pue, --region, --carbon-intensity, --price-per-kwh (resolved)
 };
 
@@ -86,10 +88,10 @@ class measurement {
   // Adds a finished window to the run's totals.  Every window must pass here.
   void add_window(const window_result& w);
 
-  // Writes session_end (with `extra_json` as its "wrap" object, when given) and the summary
-  // line, with `summary_extra` appended to it.  Returns the exit status to end with.
+  // Writes session_end (with `extra_json` as its "wrap" object, when given) and the summary,
+  // with `summary_extra` among its parts.  Returns the exit status to end with.
   int finish(const interval_end& end, const std::string& extra_json = {},
-             const std::string& summary_extra = {});
+             const std::vector<summary_part>& summary_extra = {});
 
   // The run's energy so far: the sum of the windows added.
   microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
@@ -103,6 +105,8 @@ class measurement {
   bool must_exit_hard() const { return must_exit_hard_; }
 
  private:
+  // The summary on stderr, as a block or a line (measure_settings::summary).
+  void print_summary(const run_outcome& out, const std::vector<summary_part>& extra) const;
   // The snapshots' energy of each device at t (for the live metrics).
   std::vector<double> energy_at(mono_time t) const;
 

@@ -4,7 +4,10 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <memory>
 
 #include "export/metrics/label_policy.hpp"
 #include "term/messages.hpp"
@@ -41,8 +44,8 @@ std::pair<std::string, std::string> parse_otlp_header(const std::string& h) {
     throw usage_error(fmt::format(
         "--otlp-header '{}': expected KEY=VALUE, KEY an HTTP header name, VALUE on one line", h));
   }
-  for (std::string_view own :
-       {"host", "content-length", "content-type", "connection", "transfer-encoding"}) {
+  for (std::string_view own : {"host", "content-length", "content-type", "content-encoding",
+                               "connection", "transfer-encoding", "expect"}) {
     if (iequals(key, own))
       throw usage_error(fmt::format("--otlp-header '{}': joules sets {} itself", h, key));
   }
@@ -53,6 +56,46 @@ exporter::http_url parse_otlp_url(const std::string& text) {
   auto url = exporter::parse_http_url(text, "--otlp");
   if (url.path == "/") url.path = "/v1/metrics";  // OTLP/HTTP's default path
   return url;
+}
+
+// libcurl reads a TLS file only at the first request, long after the command started: it
+// must be readable now and a PEM file holding a `-----BEGIN <kind>` block (any key kind for
+// "PRIVATE KEY"; an encrypted one is refused, joules has no passphrase to give).
+std::string pem_file(const std::string& path, std::string_view option, std::string_view kind,
+                     std::string_view what) {
+  const auto bad = [&](std::string_view why) {
+    return usage_error(
+        fmt::format("{} '{}': {}; expected a readable PEM file of {}", option, path, why, what));
+  };
+  const std::unique_ptr<std::FILE, decltype(&std::fclose)> f(std::fopen(path.c_str(), "rb"),
+                                                             &std::fclose);
+  if (!f) throw bad(std::strerror(errno));
+  std::string text(std::size_t{1} << 20, '\0');  // a CA bundle is ~200 kB; a marker comes early
+  text.resize(std::fread(text.data(), 1, text.size(), f.get()));
+  if (std::ferror(f.get()) != 0) throw bad(std::strerror(errno));
+  const std::size_t begin = text.find("-----BEGIN ");
+  if (begin == std::string::npos) throw bad("no PEM block in it");
+  if (text.find(fmt::format("{}-----", kind), begin) == std::string::npos) {
+    throw bad(fmt::format("no {} in it", kind));
+  }
+  if (kind == "PRIVATE KEY" && (text.find("ENCRYPTED PRIVATE KEY") != std::string::npos ||
+                                text.find("Proc-Type: 4,ENCRYPTED") != std::string::npos)) {
+    throw bad("the key is encrypted");
+  }
+  return path;
+}
+
+void check_otlp_tls(const export_settings& s) {
+  const exporter::http_tls& t = s.otlp_tls;
+  const bool tls = !t.ca_file.empty() || !t.client_cert.empty() || !t.client_key.empty();
+  if (tls && s.otlp && !s.otlp->https) {
+    throw usage_error(fmt::format(
+        "--otlp-ca-file, --otlp-client-cert and --otlp-client-key apply only to an https:// "
+        "--otlp URL, not '{}'",
+        s.otlp->display()));
+  }
+  if (t.client_cert.empty() != t.client_key.empty())
+    throw usage_error("--otlp-client-cert and --otlp-client-key go together: give both or neither");
 }
 
 exporter::label_set export_base_labels(const run_context& ctx) {
@@ -85,15 +128,19 @@ exporters::exporters(const export_settings& settings, const exporter::source_fac
                  prometheus_->address().text().c_str());
   }
   if (settings.otlp) {
+    // Through a proxy, the collector's name may resolve only at the proxy.
+    if (!exporter::proxy_configured(*settings.otlp))
+      exporter::check_resolves(*settings.otlp, "--otlp");
     exporter::otlp_options o;
-    o.target = exporter::resolve_http_target(*settings.otlp, "--otlp");
+    o.url = *settings.otlp;
+    o.tls = settings.otlp_tls;
     o.headers = settings.otlp_headers;
     o.interval = settings.otlp_interval;
     o.timeout = std::min<std::chrono::milliseconds>(
         std::chrono::milliseconds(5000),
         std::max(settings.otlp_interval, std::chrono::milliseconds(1000)));
     o.resource = otlp_resource(ctx);
-    otlp_url_ = fmt::format("http://{}{}", settings.otlp->authority(), settings.otlp->path);
+    otlp_url_ = settings.otlp->display();
     otlp_ = std::make_unique<exporter::otlp_exporter>(std::move(o), source);
   }
 }

@@ -23,6 +23,7 @@ namespace joules::session {
 struct export_settings {
   std::optional<exporter::listen_address> prometheus;
   std::optional<exporter::http_url> otlp;
+  exporter::http_tls otlp_tls;  // --otlp-ca-file, --otlp-client-cert, --otlp-client-key
   std::vector<std::pair<std::string, std::string>> otlp_headers;
   std::chrono::milliseconds otlp_interval{10000};
 
@@ -34,6 +35,14 @@ struct export_settings {
 std::pair<std::string, std::string> parse_otlp_header(const std::string& text);
 // --otlp's URL, with OTLP/HTTP's default path /v1/metrics when it has none.  Throws usage_error.
 exporter::http_url parse_otlp_url(const std::string& text);
+// A TLS file for OTLP (--otlp-ca-file, --otlp-client-cert, --otlp-client-key): readable, and a
+// PEM file holding a `kind` block ("CERTIFICATE", "PRIVATE KEY"; an encrypted key is refused).
+// Returns the path.  Throws usage_error naming `option`, the path and what is wrong.
+std::string pem_file(const std::string& path, std::string_view option, std::string_view kind,
+                     std::string_view what);
+// The rules between the OTLP options once all are read: the TLS files only with an https://
+// collector, a client certificate and its key together.  Throws usage_error.
+void check_otlp_tls(const export_settings& s);
 
 // The labels every exported series carries: `run_id` (when not empty), `hostname`, then the
 // user's labels after the label policy (renames are printed once as notes).
@@ -45,8 +54,8 @@ std::vector<std::pair<std::string, std::string>> otlp_resource(const run_context
 // Notes on stderr and the JSON of session_end's "exporters" object.
 class exporters {
  public:
-  // Binds the Prometheus port and resolves the collector (input errors surface here, before any
-  // child starts), and prints the /metrics address on stderr.
+  // Binds the Prometheus port and resolves the collector unless a proxy will (input errors
+  // surface here, before any child starts), and prints the /metrics address on stderr.
   exporters(const export_settings& settings, const exporter::source_factory& source,
             const run_context& ctx);
   ~exporters();

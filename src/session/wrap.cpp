@@ -207,7 +207,21 @@ int wrap_loop::run() {
   spawn_options so;
   so.argv = ms_.command;
   so.dup2 = streams_.child_fds();
-  if (!out_.use_pty) so.extra_env = {"PYTHONUNBUFFERED=1"};
+  if (!out_.use_pty) {
+    so.extra_env = {"PYTHONUNBUFFERED=1"};
+  } else if (isatty(STDOUT_FILENO) == 0) {
+    // Output to a file or a pipe: the command keeps its pseudo-terminal (its step lines arrive
+    // when printed), but it is asked not to decorate them for a terminal nobody sees.
+    if (std::getenv("NO_COLOR") == nullptr) so.extra_env = {"NO_COLOR=1"};
+    if (!ms_.quiet && !ms_.json) {
+      err_channel_->own_line(
+          "joules: note: the command writes to a pseudo-terminal, so each step line arrives when "
+          "it is printed (NO_COLOR=1 asks it not to colour its output); --no-pty gives it pipes, "
+          "where C, C++ and Rust trainers hold their lines back and step times come late (see "
+          "README.md, Energy per training step)\n",
+          steady::now());
+    }
+  }
   m_.start();
   child_.spawn(so);
   m_.begin(child_.start_time());

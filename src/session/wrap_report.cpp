@@ -310,10 +310,12 @@ std::string wrap_report::session_json(microjoules run_total_uj) const {
   return j.take();
 }
 
-std::string wrap_report::summary() const {
-  if (step_windows_ == 0) return "; no step lines recognised (check the log with joules steps)";
+std::vector<summary_part> wrap_report::summary() const {
+  if (step_windows_ == 0) {
+    return {{"steps", "no step lines recognised (check the log with joules steps)", ""}};
+  }
   std::string s =
-      fmt::format("; {} steps, {}/step", steps_counted_,
+      fmt::format("{} steps, {}/step", steps_counted_,
                   format_joules(to_joules(steps_uj_).value / static_cast<double>(steps_counted_)));
   s += fmt::format(" (setup {}", format_joules(to_joules(setup_uj_).value));
   for (const auto& [name, uj] : phases_uj_)
@@ -324,7 +326,14 @@ std::string wrap_report::summary() const {
   if (samples_ > 0) {
     s += fmt::format(", {:.3g} J/sample", to_joules(samples_uj_).value / samples_);
   }
-  return s;
+  // Every joule is in one window; the block says in words what "other" holds.
+  std::string note;
+  if (other_uj_ > 0) {
+    note =
+        "other: between a step line and a phase (evaluation, checkpoint) that began before the "
+        "next step line, such as data loading or logging";
+  }
+  return {{"steps", s, note}};
 }
 
 }  // namespace joules

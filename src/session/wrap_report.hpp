@@ -15,6 +15,7 @@
 #include "energy/accounting.hpp"
 #include "record/jsonl_sink.hpp"
 #include "record/session_records.hpp"
+#include "record/summary.hpp"
 #include "windows/predictor.hpp"
 #include "windows/step_windows.hpp"
 #include "windows/stragglers.hpp"
@@ -43,8 +44,8 @@ class wrap_report {
 
   // The "wrap" object of session_end.
   std::string session_json(microjoules run_total_uj) const;
-  // Appended to the summary line.
-  std::string summary() const;
+  // The steps' part of the run's summary (record/summary.hpp).
+  std::vector<summary_part> summary() const;
 
   // The latest prediction of the whole run, once there is one.
   const std::optional<prediction>& last_prediction() const { return last_prediction_; }

@@ -24,6 +24,13 @@ struct match {
   // The number of epochs of the run, when the line says it (a Keras epoch header, a rich
   // Lightning bar, a printed configuration).
   std::optional<std::uint64_t> epochs;
+  // The counter went back because a new epoch began; `step` is already global (learnt
+  // counters, steps/counter_learner.hpp).
+  bool epoch_rollover = false;
+  // A bar that may count one epoch or the whole run: when it restarts with the same total the
+  // count goes on, and from then on its lines report the epoch.
+  bool goes_on = false;
+  bool bar = false;               // a learnt counter or evaluation read from a progress bar
   std::string_view phase;         // phase_begin / phase_end: "eval", "checkpoint"
   std::string_view format;        // set also on lines of kind none that a format recognised
   std::string_view metrics_text;  // the part of the line that holds metrics; empty: none
@@ -39,6 +46,14 @@ struct format_state {
   // Keras: the epoch of the last "Epoch 3/10" header (0-based) and the training bar's total.
   std::optional<std::uint64_t> keras_epoch;
   std::optional<std::uint64_t> keras_total;
+  // An evaluation bar is under way (begun, not at 100 % yet, and drawn within the last few
+  // lines): a training bar that advances now counts the evaluation's batches (Lightning 1.x),
+  // not training steps.
+  bool eval_bar_open = false;
+  std::uint64_t lines = 0;        // lines (rewrites) read
+  std::uint64_t eval_bar_at = 0;  // the line the evaluation bar was last drawn on
+  // YOLO-style table rows: whether their epochs count from 0 or 1 (the first row says).
+  std::optional<std::uint64_t> row_epoch_base;
   // OLMo and Composer print a step header, then one metric per indented line.
   std::string_view metric_block;  // the format whose metric lines may follow
 };
@@ -52,7 +67,8 @@ bool match_llm(std::string_view body, format_state& st, match& m);
 // dicts, Keras epoch headers.
 bool match_other(std::string_view body, format_state& st, match& m);
 // Any "step N" / "step=N" / "iteration: N" with a loss or learning rate on the same line.
-bool match_generic(std::string_view body, match& m);
+// `names` caches metric names across lines (may be null).
+bool match_generic(std::string_view body, match& m, metric_namer* names = nullptr);
 // Phase announcements: evaluation and checkpoint starts and ends.
 bool match_phase(std::string_view body, match& m);
 

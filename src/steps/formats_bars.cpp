@@ -11,6 +11,7 @@
 //   Keras 2                 100/1875 [====>.........................] - ETA: 10s - loss: 0.5
 
 #include <array>
+#include <utility>
 
 #include "steps/formats.hpp"
 #include "steps/scan.hpp"
@@ -52,6 +53,23 @@ void set_phase(match& m, std::string_view format) {
   m.format = format;
 }
 
+// YOLO-style table rows ("  1/100      3.2G    0.05 ...   640: 100%|███| 7/7 [...]"): the row's
+// first column is the epoch, printed "e/E", and the bar counts the batches of that epoch.
+// Returns the epoch from 0 and the number of epochs; "0/299" counts from 0, "1/100" from 1.
+std::optional<std::pair<std::uint64_t, std::uint64_t>> row_epoch(std::string_view desc,
+                                                                 format_state& st) {
+  cursor c(desc);
+  c.skip_spaces();
+  std::uint64_t e = 0;
+  std::optional<std::uint64_t> last;
+  if (!c.fraction(e, last) || !last || e > *last || !is_space(c.peek())) return std::nullopt;
+  c.skip_spaces();
+  if (c.done()) return std::nullopt;  // a column of its own, not a row
+  if (!st.row_epoch_base) st.row_epoch_base = e == 0 ? 0 : 1;
+  const std::uint64_t base = *st.row_epoch_base;
+  return std::pair{e >= base ? e - base : 0, base == 0 ? *last + 1 : *last};
+}
+
 // "Epoch 3" at the start of a description: Lightning's per-epoch bar.
 std::optional<std::uint64_t> epoch_prefix(std::string_view desc) {
   cursor c(desc);
@@ -72,6 +90,9 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
       set_phase(m, "hf_trainer");
     } else {
       st.untitled_total = total;
+      // The Trainer's bar counts the whole run; a loop's own `tqdm(loader)` restarts every
+      // epoch with the same total, and the count goes on.
+      m.goes_on = true;
     }
     return true;
   }
@@ -85,7 +106,8 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
       return true;
     }
   }
-  if (any_word(desc, kEvalWords)) {
+  // "Class  Images  Labels  P  R  mAP@.5 ...": YOLO's validation bar.
+  if (any_word(desc, kEvalWords) || desc.find("mAP") != std::string_view::npos) {
     set_phase(m, contains_ci(desc, "dataloader") ? "lightning" : "tqdm");
     // A described evaluation bar at 100 % ends the evaluation (Lightning prints no result line).
     if (n >= total) m.kind = line_kind::phase_end;
@@ -119,10 +141,20 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
     m.per_epoch = true;
     return true;
   }
+  if (const auto e = row_epoch(desc, st)) {
+    m.per_epoch = true;
+    m.epoch = e->first;
+    m.epochs = e->second;
+    return true;
+  }
   if (!any_word(desc, kTrainWords)) {  // an unknown loop: not a step
     m.kind = line_kind::none;
     m.metrics_text = {};
+    return true;
   }
+  // A training bar that restarts every epoch: the count goes on ("190/190" in the second epoch
+  // is step 380).
+  m.goes_on = true;
   return true;
 }
 
@@ -172,7 +204,10 @@ bool match_tqdm(std::string_view body, std::size_t pct, format_state& st, match&
                                                rate.substr(rate.size() - 4) == "s/it");
   if (!iterations) return true;
   std::string_view postfix = stats.substr(re);
-  if (const std::size_t close = postfix.rfind(']'); close != std::string_view::npos) {
+  // A metrics dict printed right after the bar, on the same line (the Hugging Face Trainer's log
+  // dict when the output is a file): its metrics are this step's.
+  if (const std::size_t close = postfix.rfind(']');
+      close != std::string_view::npos && postfix.find('{', close) == std::string_view::npos) {
     postfix = postfix.substr(0, close);
   }
   return classify_bar(desc, *n, *total, postfix, st, m);

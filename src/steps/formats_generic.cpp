@@ -69,7 +69,7 @@ std::optional<std::uint64_t> find_key_uint(std::string_view s, std::string_view 
   return std::nullopt;
 }
 
-bool match_generic(std::string_view body, match& m) {
+bool match_generic(std::string_view body, match& m, metric_namer* names) {
   for (std::size_t i = 0; i < body.size(); ++i) {
     const char c0 = to_lower(body[i]);
     if (c0 != 's' && c0 != 'i' && c0 != 'g' && c0 != 'n') continue;
@@ -97,8 +97,8 @@ bool match_generic(std::string_view body, match& m) {
       // "key: value" or "key value": whichever reads more metrics.
       std::vector<metric> metrics;
       std::vector<metric> spaced;
-      scan_metrics(body, metric_style::kv, metrics);
-      scan_metrics(body, metric_style::spaced, spaced);
+      scan_metrics(body, metric_style::kv, metrics, names);
+      scan_metrics(body, metric_style::spaced, spaced, names);
       metric_style style = metric_style::kv;
       if (spaced.size() > metrics.size()) {
         metrics.swap(spaced);
@@ -148,6 +148,17 @@ bool match_phase(std::string_view body, match& m) {
       return true;
     }
   }
+  // Caffe's "Snapshotting to ...", darkflow's "Checkpoint at step 1800": a checkpoint begins.
+  for (const std::string_view p :
+       {std::string_view("snapshotting "), std::string_view("checkpoint at "),
+        std::string_view("checkpointing ")}) {
+    if (starts_with_ci(body, p)) {
+      m.kind = line_kind::phase_begin;
+      m.phase = "checkpoint";
+      m.format = "phase";
+      return true;
+    }
+  }
   // Checkpoints: "Saving checkpoint at 1 epochs", "Saving model checkpoint to ...", "saving
   // checkpoint at iteration 1000", "Epoch 1: saving model to ...", "Finished saving the
   // checkpoint", "successfully saved checkpoint from iteration 1000", "Model weights saved in".
@@ -158,6 +169,9 @@ bool match_phase(std::string_view body, match& m) {
   }
   if (sav == std::string_view::npos) return false;
   if (sav > 0 && is_alpha(body[sav - 1])) return false;
+  // A save is reported at the start of a message; "... best model saved as best.pt" at the end
+  // of YOLO's early-stopping summary reports one made long ago.
+  if (sav > 48 && starts_with_ci(body.substr(sav), "saved")) return false;
   const std::string_view word = body.substr(sav);
   const bool saving = starts_with_ci(word, "saving ") || starts_with_ci(word, "save ");
   const bool saved = starts_with_ci(word, "saved ");

@@ -188,7 +188,8 @@ std::size_t logger_len(std::string_view s) {
          (is_alnum(s[i]) || s[i] == '_' || s[i] == '.' || s[i] == '<' || s[i] == '>')) {
     ++i;
   }
-  if (i == 0 || i >= s.size()) return 0;
+  // A logger is named by a word: "1epoch:train:1-682batch:" (ESPnet2) is the message.
+  if (i == 0 || i >= s.size() || is_digit(s[0])) return 0;
   const std::string_view name = s.substr(0, i);
   const std::string_view rest = s.substr(i);
   if (rest.substr(0, 3) == " - " || rest.substr(0, 3) == " | ") return i + 3;
@@ -280,9 +281,11 @@ std::string_view strip_prefixes(std::string_view line) {
       i = skip_separators(line, i + t);
       continue;
     }
-    // srun --label: "12: "
-    if (const std::size_t d = digits_at(s, 0);
-        d > 0 && d <= 5 && s.size() > d + 1 && s[d] == ':' && s[d + 1] == ' ') {
+    // srun --label: "12: ".  Not "145: 4.54, 7.31 avg loss" (darknet's iteration) nor
+    // "13:     learn 0.289" (CatBoost's, padded): a rank label is followed by text.
+    if (const std::size_t d = digits_at(s, 0); d > 0 && d <= 5 && s.size() > d + 2 && s[d] == ':' &&
+                                               s[d + 1] == ' ' && !is_digit(s[d + 2]) &&
+                                               !is_space(s[d + 2]) && s[d + 2] != '-') {
       i += d + 2;
       continue;
     }

@@ -11,10 +11,15 @@ namespace {
 // The words, lower case, by their first letter.  "val" covers valid, validation, val_loss;
 // "sav" saving, saved, save; "num_u" fairseq's num_updates; "acc" the ImageNet example's
 // "* Acc@1"; "tttg"/"ttp:" parameter-golf's test-time training; "eta" Detectron2's lines;
-// "loss" llama2.c's "490 | loss 5.75 | ...".
-constexpr std::array<std::string_view, 17> kWords = {
-    "step",  "iter", "infer", "epoch", "eval", "eta",   "val",  "sav",        "test",
-    "train", "tttg", "ttp:",  "batch", "acc",  "num_u", "loss", "samples/sec"};
+// "loss" llama2.c's "490 | loss 5.75 | ..."; "snap"/"checkp" checkpoints (Caffe's
+// "Snapshotting to", "Checkpoint at step"); "resum"/"restor" resumes, which the learnt counters
+// must see even without a number; "ep" (epoch, Marian's "Ep."), "upd"/"up." (updates, Marian's
+// "Up. 14000"), "tick" (StyleGAN), "round": the other names the learnt counters know
+// (steps/field_words.cpp).
+constexpr std::array<std::string_view, 25> kWords = {
+    "step",   "iter",  "infer",  "ep",    "eval", "eta",   "val",  "sav",         "test",
+    "train",  "tttg",  "ttp:",   "batch", "acc",  "num_u", "loss", "samples/sec", "snap",
+    "checkp", "resum", "restor", "upd",   "up.",  "tick",  "round"};
 
 enum : std::uint8_t {
   kPlain = 0,
@@ -58,7 +63,25 @@ bool word_at(std::string_view s, std::size_t i) {
 
 }  // namespace
 
+// A line that opens with a counter: "145: 4.54, 7.31 avg loss" (darknet), "0:\tlearn: 0.65"
+// (CatBoost), "    3 7.34 s run", "[0]\ttest-auc:0.89" (XGBoost).  Not a date or a clock
+// ("2024-01-02 03:04:05", "12:54:33 ..."), whose lines are read only for what else they hold.
+bool opens_with_counter(std::string_view s) {
+  std::size_t i = 0;
+  while (i < s.size() && is_space(s[i]))
+    ++i;
+  if (i < s.size() && s[i] == '[') ++i;
+  const std::size_t d = i;
+  while (i < s.size() && is_digit(s[i]))
+    ++i;
+  if (i == d) return false;
+  if (i + 1 < s.size() && (s[i] == '-' || s[i] == ':' || s[i] == '.') && is_digit(s[i + 1]))
+    return false;
+  return true;
+}
+
 bool may_be_step_related(std::string_view s) {
+  if (opens_with_counter(s)) return true;
   const std::size_t n = s.size();
   bool after_letter = false;
   for (std::size_t i = 0; i < n; ++i) {

@@ -1,10 +1,15 @@
-// The parser's state machine: which format a line is in (steps/formats_*.cpp), and what it means
-// given the lines before it: a new step or a repeat, how many steps since the last step line,
-// whether the counter restarted, whether a phase starts or was already announced.
+// The parser's state machine: which format a line is in (steps/formats_*.cpp, or a counter the
+// general mechanism learnt, steps/counter_learner.hpp), and what it means given the lines before
+// it: a new step or a repeat, how many steps since the last step line, whether the counter
+// restarted, whether a phase starts or was already announced.
 
 #include "steps/step_parser.hpp"
 
+#include <fmt/format.h>
+
+#include "steps/counter_learner.hpp"
 #include "steps/custom_format.hpp"
+#include "steps/fields.hpp"
 #include "steps/formats.hpp"
 #include "steps/line_prefix.hpp"
 #include "steps/prefilter.hpp"
@@ -43,12 +48,18 @@ struct step_parser::state {
   // The phase of the last phase_end with no step or phase start since: a second end of the same
   // phase ("Configuration saved in ...", "Model weights saved in ...") is not another boundary.
   std::string_view ended_phase;
+  counter_learner learner;
+  line_fields fields;  // the fields of the message at hand, reused
 };
 
 step_parser::step_parser(std::vector<std::string> custom, bool prefilter)
-    : custom_(custom.empty() ? nullptr : std::make_unique<custom_formats>(custom)),
+    : step_parser(parser_options{std::move(custom), prefilter, rule_set::all()}) {}
+
+step_parser::step_parser(parser_options options)
+    : custom_(options.custom.empty() ? nullptr : std::make_unique<custom_formats>(options.custom)),
       state_(std::make_unique<state>()),
-      prefilter_(prefilter) {}
+      prefilter_(options.prefilter),
+      rules_(options.rules) {}
 
 step_parser::~step_parser() = default;
 step_parser::step_parser(step_parser&&) noexcept = default;
@@ -74,30 +85,127 @@ bool has_digit(std::string_view s) {
   return false;
 }
 
-// Built-in formats, cheapest and most specific first.
-bool match_builtin(std::string_view body, format_state& st, match& m) {
+// Built-in formats, cheapest and most specific first.  A rule that is off (steps/rules.hpp)
+// leaves the line, and what its matcher remembers, as if it had not matched.
+bool match_builtin(std::string_view body, format_state& st, match& m, const rule_set& rules) {
   if (!has_digit(body)) return match_phase(body, m);
-  const bool found = match_bar(body, st, m) || match_llm(body, st, m) || match_other(body, st, m) ||
-                     match_phase(body, m) || match_generic(body, m);
+  const bool all = rules.all_enabled();
+  format_state saved;
+  if (!all) saved = st;
+  // The generic rule is tried later, with the line's fields (step_parser::parse_segment).
+  bool found = match_bar(body, st, m) || match_llm(body, st, m) || match_other(body, st, m) ||
+               match_phase(body, m);
+  if (found && !all) {
+    if (const auto r = rule_of_format(m.format); r && !rules.enabled(*r)) {
+      st = saved;
+      m = match{};
+      found = false;
+    }
+  }
   // A configuration printed at the start (a line of no format, or a dict) may say the epochs.
   if (m.kind == line_kind::none && !m.epochs) m.epochs = stated_epochs(body);
   return found;
 }
 
+bool blank(std::string_view s) {
+  for (const char c : s) {
+    if (!is_space(c)) return false;
+  }
+  return true;
+}
+
+void add_missing(std::vector<metric>& into, const std::vector<metric>& from) {
+  for (const auto& m : from) {
+    bool have = false;
+    for (const auto& x : into)
+      have = have || x.name == m.name;
+    if (!have) into.push_back(m);
+  }
+}
+
 }  // namespace
 
 parsed_line step_parser::parse(std::string_view line) {
+  return parse_line(line, nullptr);
+}
+
+parsed_line step_parser::parse(std::string_view line, std::string& why) {
+  why.clear();
+  return parse_line(line, &why);
+}
+
+parsed_line step_parser::parse_line(std::string_view line, std::string* why) {
+  if (line.find('\r') == std::string_view::npos) return parse_segment(line, why);
+  // Every rewrite in turn, as wrap reads them (its line splitter ends a line at a lone \r).
+  std::optional<parsed_line> step;
+  std::optional<parsed_line> event;
+  std::optional<parsed_line> other;
+  std::uint64_t gap = 0;
+  bool restarted = false;
+  std::vector<metric> metrics;
+  std::string segment_why;
+  std::string step_why;
+  std::string event_why;
+  std::string other_why;
+  std::size_t segments = 0;
+  for (std::size_t begin = 0;;) {
+    const std::size_t cr = line.find('\r', begin);
+    const std::string_view seg =
+        line.substr(begin, cr == std::string_view::npos ? std::string_view::npos : cr - begin);
+    if (!blank(seg)) {
+      ++segments;
+      parsed_line p = parse_segment(seg, why ? &segment_why : nullptr);
+      add_missing(metrics, p.metrics);
+      if (p.kind == line_kind::step && p.step_gap > 0) {
+        gap += p.step_gap;
+        restarted = restarted || p.counter_restarted;
+        step = std::move(p);
+        if (why) step_why = segment_why;
+      } else if (p.kind == line_kind::phase_begin || p.kind == line_kind::phase_end) {
+        event = std::move(p);
+        if (why) event_why = segment_why;
+      } else if (p.kind == line_kind::step || !p.format.empty() || !other) {
+        other = std::move(p);
+        if (why) other_why = segment_why;
+      }
+    }
+    if (cr == std::string_view::npos) break;
+    begin = cr + 1;
+  }
+  parsed_line out;
+  std::string* chosen = &other_why;
+  if (step) {
+    out = std::move(*step);
+    out.step_gap = gap;
+    out.counter_restarted = restarted;
+    chosen = &step_why;
+  } else if (event) {
+    out = std::move(*event);
+    chosen = &event_why;
+  } else if (other) {
+    out = std::move(*other);
+  }
+  add_missing(out.metrics, metrics);
+  out.epochs = state_->epochs;
+  if (why) *why = fmt::format("{} ({} rewrites on the line)", *chosen, segments);
+  return out;
+}
+
+parsed_line step_parser::parse_segment(std::string_view line, std::string* why) {
   state& s = *state_;
   parsed_line out;
   out.epochs = s.epochs;
+  ++s.formats.lines;
   // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
   // metric lines of an OLMo or Composer header may follow (any indented "key: value").
   if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
+    if (why) *why = "no step word, leading number, fraction, bar or dict: not read further";
     return out;
   }
   const std::string_view text = visible_text(line, s.scratch);
   match m;
   bool found = false;
+  std::optional<std::uint64_t> templ;  // the line's template, when the learner held it to the run
   if (custom_) {
     if (const auto c = custom_->find(text)) {
       m.kind = line_kind::step;
@@ -106,15 +214,53 @@ parsed_line step_parser::parse(std::string_view line) {
       m.format = "custom";
       m.metrics_text = text;
       found = true;
+      if (why) *why = "--step-regex";
     }
   }
   if (!found) {
     const std::string_view body = strip_prefixes(text);
-    if (body.empty()) return out;
+    if (body.empty()) {
+      if (why) *why = "empty";
+      return out;
+    }
     // Metric lines after an OLMo or Composer step header belong to that step.
     const std::string_view block = s.formats.metric_block;
     s.formats.metric_block = {};
-    found = match_builtin(body, s.formats, m);
+    found = match_builtin(body, s.formats, m, rules_);
+    const bool digits = !found && has_digit(body);
+    // Only a line that may hold a counter is read into its template and fields.
+    const bool counts = digits && may_hold_counter(body, s.fields);
+    if (counts) read_fields(body, s.fields);
+    // The generic rule takes any "iter N" beside a loss.  It leaves to the learnt counters a line
+    // with an epoch or a global counter beside (the step is then global: "epoch: 36/300, iter:
+    // 1040/1849", "Step: 5, Global_Step: 105"), and is held to the run like a learnt counter,
+    // so that a count of samples beside the real step line (TFLearn's "iter: 00512/55000") is
+    // not another step.
+    if (counts && rules_.enabled(rule::generic)) {
+      bool epoch = false;
+      bool global = false;
+      bool local = false;
+      for (std::size_t i = 0; i < s.fields.count; ++i) {
+        const field_role r = s.fields.fields[i].role;
+        epoch = epoch || r == field_role::epoch;
+        global = global || r == field_role::global;
+        local = local || r == field_role::step;
+      }
+      const bool beside = epoch || (global && local);
+      if (!beside && match_generic(body, m, &s.names)) {
+        found = true;
+        templ = s.fields.template_hash;
+        if (m.kind == line_kind::step && !s.learner.follows_run(*templ, m.step, /*named=*/true)) {
+          m = match{};
+          found = false;
+        }
+        if (found && why) *why = "rule generic";
+      }
+    }
+    if (found && why) {
+      *why = m.kind == line_kind::none ? fmt::format("rule {}: not training", m.format)
+                                       : fmt::format("rule {}", m.format);
+    }
     // They are indented, which other output after a header (a warning) is not.
     if (!found && !block.empty() && is_space(text[0]) &&
         body.find_first_of(":=") != std::string_view::npos) {
@@ -127,6 +273,24 @@ parsed_line step_parser::parse(std::string_view line) {
       m.metrics_text = metrics;
       s.formats.metric_block = block;
       found = true;
+      if (why) *why = fmt::format("rule {}: metrics of the step above", block);
+    }
+    // The general mechanism: counters of formats no rule knows.
+    if (!found) {
+      if (counts) {
+        found = s.learner.observe(body, s.fields, m, why);
+        if (found) templ = s.fields.template_hash;
+        if (why) *why = fmt::format("template \"{}\": {}", template_text(body), *why);
+      } else if (digits) {
+        if (why)
+          *why = fmt::format("template \"{}\": no field that counts steps", template_text(body));
+      } else if (contains_ci(body, "resum") || contains_ci(body, "restor")) {
+        s.learner.note_resume();
+        if (why) *why = "a resume: the next counter that goes back starts again";
+      } else {
+        s.learner.note_header(body);
+        if (why) *why = "no number and no rule matched";
+      }
     }
   }
   if (m.epochs) s.epochs = out.epochs = m.epochs;
@@ -142,6 +306,10 @@ parsed_line step_parser::parse(std::string_view line) {
     case line_kind::none:
       return out;
     case line_kind::phase_begin:
+      if (m.bar) {
+        s.formats.eval_bar_open = true;
+        s.formats.eval_bar_at = s.formats.lines;
+      }
       // A phase announced again (each update of an evaluation bar) is not a new phase.
       if (s.formats.phase == m.phase) return out;
       s.formats.phase = m.phase;
@@ -151,8 +319,14 @@ parsed_line step_parser::parse(std::string_view line) {
       out.step = m.step;
       return out;
     case line_kind::phase_end:
-      // A progress bar at 100 % ends only the phase its updates began.
-      if ((m.format == "tqdm" || m.format == "lightning") && s.formats.phase != m.phase) return out;
+      // A progress bar at 100 % ends only the phase its updates began; or, with no phase open
+      // after training steps, the evaluation that ran since (a log that kept only each bar's
+      // last state, as YOLO's terminal output does).
+      if (m.bar) s.formats.eval_bar_open = false;
+      if ((m.format == "tqdm" || m.format == "lightning" || m.bar) && s.formats.phase != m.phase &&
+          !(s.formats.phase.empty() && s.last_step && s.ended_phase != m.phase)) {
+        return out;
+      }
       if (s.ended_phase == m.phase && s.formats.phase != m.phase) return out;
       s.formats.phase = {};
       s.ended_phase = m.phase;
@@ -168,8 +342,9 @@ parsed_line step_parser::parse(std::string_view line) {
   out.kind = line_kind::step;
   out.total = m.total;
   std::uint64_t step = m.step;
-  if (m.per_epoch && m.total && *m.total > 0) {
-    const bool same = s.last_format == m.format && s.last_batch.has_value();
+  if ((m.per_epoch || m.goes_on) && m.total && *m.total > 0) {
+    const bool same = s.last_format == m.format && s.last_batch.has_value() &&
+                      (m.per_epoch || *m.total == s.last_batch_total);
     if (m.epoch) {
       out.epoch = m.epoch;
       step = *m.epoch * *m.total + m.step;
@@ -181,12 +356,26 @@ parsed_line step_parser::parse(std::string_view line) {
         ++s.epochs_counted;
         out.counter_restarted = true;
       }
-      out.epoch = s.epochs_counted;
+      // A bar that may count the whole run says nothing of epochs until it has restarted.
+      if (m.per_epoch || s.epochs_counted > 0) out.epoch = s.epochs_counted;
       step = s.epoch_base + m.step;
     }
     s.last_batch = m.step;
     s.last_batch_total = *m.total;
     s.last_epoch = m.epoch;
+  }
+  // A learnt training bar that moves while an evaluation bar runs counts the evaluation's
+  // batches (Lightning 1.x advances its epoch bar through them): not a step.
+  if (m.bar && s.formats.eval_bar_open && s.formats.phase == "eval" &&
+      s.formats.lines - s.formats.eval_bar_at <= 16) {
+    if (why) *why += "; during an evaluation bar: its batches, not steps";
+    out.kind = line_kind::none;
+    return out;
+  }
+  if (m.epoch_rollover) out.counter_restarted = true;
+  if (m.format == "learnt") {
+    out.epoch = m.epoch;
+    if (m.epochs) s.epochs = out.epochs = m.epochs;
   }
   s.last_format = m.format;
   out.step = step;
@@ -195,19 +384,27 @@ parsed_line step_parser::parse(std::string_view line) {
     out.step_gap = 1;
   } else if (step == *s.last_step) {
     out.step_gap = 0;
+    if (why) *why += fmt::format("; step {} again: not a new step", step);
     return out;  // the same step again: the state stays
   } else if (step > *s.last_step) {
     out.step_gap = step - *s.last_step;
   } else if (step <= 1 || out.counter_restarted || m.total != s.last_total ||
-             step * 2 < *s.last_step) {
-    // The counter went back: a new run or a new stage of training.
+             step * 2 < *s.last_step || s.learner.resume_pending()) {
+    // The counter went back: a new run, a resume from a checkpoint, a new stage of training.
     out.counter_restarted = true;
     out.step_gap = step > 0 ? step : 1;
   } else {
     // A little behind the last step (metrics logged late, another rank lagging): not new.
     out.step_gap = 0;
+    if (why) *why += fmt::format("; behind step {}: a late copy, not new", *s.last_step);
     return out;
   }
+  if (why) {
+    *why += out.counter_restarted ? fmt::format("; step {}, the counter went back", step)
+                                  : fmt::format("; step {} (+{})", step, out.step_gap);
+  }
+  s.learner.on_new_step(step, out.step_gap, templ);
+  s.learner.clear_resume();
   s.last_step = step;
   s.last_total = out.total;
   s.formats.phase = {};  // a new step: the phase before it, if any, is over

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "steps/metrics.hpp"
+#include "steps/rules.hpp"
 
 namespace joules::steps {
 
@@ -55,6 +56,15 @@ struct parsed_line {
 
 class custom_formats;
 
+struct parser_options {
+  // Extra formats from --step-regex (see step_parser's constructor).
+  std::vector<std::string> custom;
+  // Skips the lines no built-in format can match (steps/prefilter.hpp); changes no result.
+  bool prefilter = true;
+  // The built-in format rules in use (steps/rules.hpp); the general mechanism is always on.
+  rule_set rules = rule_set::all();
+};
+
 class step_parser {
  public:
   // custom: extra formats from --step-regex: PCRE2 syntax, searched in each line (after colour
@@ -64,21 +74,31 @@ class step_parser {
   // `prefilter` (steps/prefilter.hpp) skips the lines no format can match; it changes no
   // result, and is off only to show that (tests/steps/step_corpus_test.cpp).
   explicit step_parser(std::vector<std::string> custom = {}, bool prefilter = true);
+  explicit step_parser(parser_options options);
   ~step_parser();
   step_parser(step_parser&&) noexcept;
   step_parser& operator=(step_parser&&) noexcept;
 
   // One line without its trailing newline.  It may contain ANSI colour codes and carriage
-  // returns (a tqdm bar rewritten in place: only the last \r-segment is current), timestamps,
-  // log-level/logger prefixes, rank prefixes ([rank0]:, "0: ").  Stateful: remembers the last
-  // step to compute step_gap, repeats and restarts, and the phase it is in.
+  // returns, timestamps, log-level/logger prefixes, rank prefixes ([rank0]:, "0: ").  Each
+  // \r-separated segment is read as the terminal showed it, in order (a tqdm bar rewritten in
+  // place, then a metrics dict printed on the same line): the result is the last new step among
+  // them with the steps of all of them in its gap, else the last phase event, with the metrics of
+  // every segment.  Stateful: remembers the last step to compute step_gap, repeats and restarts,
+  // the phase it is in, and the counters it has learnt (steps/counter_learner.hpp).
   parsed_line parse(std::string_view line);
+  // The same, and why, in one line of text: the rule or the learnt counter that read it, from
+  // which field of which template, or why it is not a step (joules steps --explain).
+  parsed_line parse(std::string_view line, std::string& why);
 
  private:
   struct state;
+  parsed_line parse_segment(std::string_view segment, std::string* why);
+  parsed_line parse_line(std::string_view line, std::string* why);
   std::unique_ptr<custom_formats> custom_;
   std::unique_ptr<state> state_;
   bool prefilter_ = true;
+  rule_set rules_;
 };
 
 }  // namespace joules::steps

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "text/utf8.hpp"
+#include "util/number_text.hpp"
 
 namespace joules {
 
@@ -82,7 +83,7 @@ void append_json_number(std::string& out, double d) {
   }
   if (d == 0.0) d = 0.0;  // no "-0"
   std::array<char, 32> buf{};
-  auto [end, ec] = std::to_chars(buf.data(), buf.data() + buf.size(), d);
+  auto [end, ec] = to_chars_clean(buf.data(), buf.data() + buf.size(), d);
   out.append(buf.data(), end);
 }
 

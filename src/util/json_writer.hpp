@@ -1,6 +1,7 @@
 #pragma once
 // A small streaming JSON writer for records and machine output.  Numbers go through
-// std::to_chars (locale-proof, shortest round-trip form); non-finite doubles become null;
+// to_chars_clean (util/number_text.hpp: locale-proof, no float noise); non-finite doubles become
+// null;
 // strings are escaped and invalid UTF-8 is replaced by U+FFFD so every line is valid JSON.
 // Not thread-safe: one writer per record.
 

@@ -40,6 +40,11 @@ def joules(*args, env=None, input=None, timeout=60, **kw):
                           text=True, timeout=timeout, **kw)
 
 
+def words(text):
+    """`text` with every run of white space made one space: help wraps where the width says."""
+    return " ".join(text.split())
+
+
 def read_jsonl(path):
     """Every line of a JSONL file, parsed; fails the test if any line is not JSON or a record does
     not match its schema in docs/schema (schema_check.py)."""

@@ -16,7 +16,7 @@ from datetime import datetime
 
 import pytest
 
-from conftest import JOULES, ROOT, fake_gpus, joules
+from conftest import JOULES, ROOT, fake_gpus, joules, words
 
 TMUX = shutil.which("tmux")
 NO_RAPL = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
@@ -348,7 +348,7 @@ def test_bad_options_and_help():
     for part in ("--interval MS", "(default: 500)", "--once", "--json", "--plain", "--gpus LIST",
                  "--backend NAME", "q (or Ctrl-C) quits", "nvidia-smi dmon",
                  "named on stderr, with the fix"):
-        assert part in h.stdout, part
+        assert part in words(h.stdout), part
     assert "summary" not in h.stdout
 
 

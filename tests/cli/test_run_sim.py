@@ -182,6 +182,9 @@ def test_help_and_version():
     assert r.returncode == 2 and "Commands:" in r.stdout
     r = joules("frobnicate")
     assert r.returncode == 2 and r.stderr == "joules: error: unknown command 'frobnicate'; see joules --help\n"
+    r = joules("wrapp")
+    assert r.returncode == 2 and r.stderr == (
+        "joules: error: unknown command 'wrapp' (did you mean wrap?); see joules --help\n")
 
 
 def test_no_gpu_is_a_clear_error_that_mentions_sim(tmp):

@@ -413,9 +413,16 @@ def test_the_units_binary_and_documentation_are_what_cmake_installs(tmp):
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout + r.stderr
     assert binary.startswith(prefix) and (tmp / binary[len(prefix):]).exists()
-    assert "man:joules(1)" in docs
-    man = (tmp / "share" / "man" / "man1" / "joules.1").read_text()
-    assert man.startswith(".TH JOULES 1") and "joules serve" in man and "max\\-connections" in man
+    assert "man:joules-serve(1)" in docs and "man:joules(1)" in docs
+    man1 = tmp / "share" / "man" / "man1"
+    assert (man1 / "joules.1").read_text().startswith(".TH JOULES 1")
+    man = (man1 / "joules-serve.1").read_text()
+    assert man.startswith(".TH JOULES\\-serve 1") and "max\\-connections" in man
+    # The completions go where bash, zsh and fish look for them.
+    share = tmp / "share"
+    assert "complete -o filenames -F _joules joules" in (share / "bash-completion" / "completions" / "joules").read_text()
+    assert (share / "zsh" / "site-functions" / "_joules").read_text().startswith("#compdef joules")
+    assert "complete -c joules" in (share / "fish" / "vendor_completions.d" / "joules.fish").read_text()
     for d in docs:
         if d.startswith("file:"):
             path = d[len("file:"):]

@@ -281,3 +281,19 @@ def test_sigkill_at_random_moments_leaves_files_every_line_of_which_parses(tmp):
         assert all(r["schema_version"] == 1 for r in records)
         if records:
             assert records[0]["type"] == "session_start"
+
+
+def test_the_demos_first_prediction_is_within_a_fifth_of_the_actual(tmp):
+    # The demo (scripts/demo): eight simulated H100s and the toy trainer's 30 steps.  The sim's
+    # start-up phase ends with the trainer's set-up, so the first steps past warm-up already
+    # draw what the rest will.
+    out = tmp / "demo.jsonl"
+    r = joules("wrap", "--backend", "sim", "--sim-gpus", "8", "-q", "--output", out,
+               "--tokens-per-step", "524288", "--predict-after", "5", "--", TRAINER, "--steps", "30",
+               "--step-ms", "120", "--setup-ms", "1000", "--eval-every", "10", "--eval-ms", "300")
+    assert r.returncode == 0, r.stderr
+    recs = read_jsonl(out)
+    actual = [x for x in recs if x["type"] == "session_end"][0]["energy_j"]
+    predictions = [x["energy_j"] for x in recs if x["type"] == "prediction"]
+    assert predictions
+    assert all(abs(p / actual - 1) <= 0.2 for p in predictions), (predictions, actual)

@@ -1,5 +1,5 @@
 // libFuzzer target for the addresses joules takes (src/export): --listen / --prometheus
-// [HOST:]PORT and --otlp http://HOST[:PORT][/PATH].  Bad input must be a usage_error; a parsed
+// [HOST:]PORT and --otlp http[s]://HOST[:PORT][/PATH].  Bad input must be a usage_error; a parsed
 // address is printable and, for a listen address, parses again to the same.
 #include <cstddef>
 #include <cstdint>

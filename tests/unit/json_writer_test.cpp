@@ -52,3 +52,19 @@ TEST(JsonWriter, EscapesControlCharactersAndReplacesInvalidUtf8) {
 
 }  // namespace
 }  // namespace joules
+
+TEST(NumberText, FloatNoiseIsNotWrittenAndShortFormsStay) {
+  const auto text = [](double d) {
+    std::string s;
+    joules::append_json_number(s, d);
+    return s;
+  };
+  EXPECT_EQ(text(0.1 + 0.2), "0.3");
+  EXPECT_EQ(text(13.86 / 1000.0), "0.01386");
+  EXPECT_EQ(text(0.1), "0.1");
+  EXPECT_EQ(text(1e-7), "1e-07");
+  EXPECT_EQ(text(123456.789012), "123456.789012");
+  EXPECT_EQ(text(1.0 / 3.0), "0.333333333333333");
+  // Rounding never makes a larger value print smaller (counters stay monotonic).
+  EXPECT_EQ(text(0.30000000000000004), text(0.3));
+}

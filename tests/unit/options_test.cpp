@@ -4,8 +4,10 @@
 #include <gtest/gtest.h>
 
 #include "cli/commands.hpp"
+#include "options/completion.hpp"
 #include "options/help.hpp"
 #include "options/parse.hpp"
+#include "options/suggest.hpp"
 #include "util/error.hpp"
 
 namespace joules::options {
@@ -50,6 +52,21 @@ TEST(Options, ShortOptionsTakeAttachedOrSeparateValues) {
             (std::vector<std::string>{"x.jsonl"}));
 }
 
+TEST(Options, TyposGetTheClosestName) {
+  const std::vector<std::string> commands = {"run", "wrap", "steps", "monitor", "doctor", "serve"};
+  EXPECT_EQ(closest("wrapp", commands), "wrap");
+  EXPECT_EQ(closest("moniter", commands), "monitor");
+  EXPECT_EQ(closest("srve", commands), "serve");
+  EXPECT_EQ(closest("xyzzy", commands), std::nullopt);
+  const std::vector<std::string> opts = {"--interval", "--otlp-interval", "--output", "--sim-gpus",
+                                         "--sim-model"};
+  EXPECT_EQ(closest("--interval-ms", opts), "--interval");
+  EXPECT_EQ(closest("--inter", opts), "--interval");
+  EXPECT_EQ(closest("--outptu", opts), "--output");
+  EXPECT_EQ(closest("--sim", opts), std::nullopt);  // two options start with it
+  EXPECT_EQ(edit_distance("abc", "acb"), 1U);
+}
+
 TEST(Options, HelpWinsOverEverythingElse) {
   EXPECT_TRUE(parse_run({"--interval", "0", "--help"}).r.help);
   EXPECT_TRUE(parse_run({"-h"}).r.help);
@@ -69,6 +86,9 @@ void expect_error(std::vector<std::string> args, const std::string& fragment) {
 
 TEST(Options, BadInputNamesTheValueAndWhatIsAccepted) {
   expect_error({"--frobnicate", "true"}, "unknown option '--frobnicate' for joules run");
+  expect_error({"--intervl", "5", "true"},
+               "unknown option '--intervl' for joules run (did you mean --interval?)");
+  expect_error({"--backend", "simm", "true"}, "expected auto, nvml or sim (did you mean sim?)");
   expect_error({"--interval"}, "--interval needs a value (MS)");
   expect_error({"--interval", "0", "true"},
                "--interval '0': expected a whole number of milliseconds from 1 to 60000");
@@ -159,9 +179,12 @@ TEST(Options, ManPageAndCompletionComeFromTheSameDeclarations) {
   std::vector<declared_command> all;
   for (auto& c : make_commands())
     all.push_back(declare(std::move(c)));
-  const std::string man = man_page(all);
   const std::string bash = bash_completion(all);
+  const std::string zsh = zsh_completion(all);
+  const std::string fish = fish_completion(all);
+  EXPECT_NE(man_page(all).find(".BR joules\\-wrap (1)"), std::string::npos);
   for (const auto& d : all) {
+    const std::string man = man_page(d);
     for (const CLI::Option* o : d.app->get_options()) {
       const std::string name = o->get_lnames().front();
       // troff escapes every hyphen: --no-pty is \-\-no\-pty.
@@ -170,6 +193,8 @@ TEST(Options, ManPageAndCompletionComeFromTheSameDeclarations) {
         escaped += ch == '-' ? std::string("\\-") : std::string(1, ch);
       EXPECT_NE(man.find(escaped), std::string::npos) << name;
       EXPECT_NE(bash.find("--" + name), std::string::npos) << name;
+      EXPECT_NE(zsh.find("--" + name), std::string::npos) << name;
+      EXPECT_NE(fish.find("-l " + name), std::string::npos) << name;
     }
   }
 }

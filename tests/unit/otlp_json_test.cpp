@@ -144,8 +144,15 @@ TEST(HttpUrl, ParsedOrRefusedWithTheOptionNamed) {
   u = parse_http_url("http://[::1]:4318", "--otlp");
   EXPECT_EQ(u.host, "::1");
   EXPECT_EQ(u.authority(), "[::1]:4318");
-  for (const auto* bad : {"https://c:4318", "c:4318", "http://", "http://c:0", "http://c:99999",
-                          "http://c:x", "http://user@c:1", "http://[::1", "http://c/a b"}) {
+  EXPECT_FALSE(u.https);
+  u = parse_http_url("https://otel.example.com/v1/metrics?api-key=s3cret", "--otlp");
+  EXPECT_TRUE(u.https);
+  EXPECT_EQ(u.port, 443);
+  EXPECT_EQ(u.text(), "https://otel.example.com:443/v1/metrics?api-key=s3cret");
+  EXPECT_EQ(u.display(), "https://otel.example.com:443/v1/metrics");  // no query: it may be a key
+  for (const auto* bad : {"ftp://c:4318", "c:4318", "http://", "http://c:0", "http://c:99999",
+                          "http://c:x", "http://user@c:1", "https://user:pw@c/", "http://[::1",
+                          "http://c/a b", "http://::1:80/", "https://c%2f:1/"}) {
     try {
       parse_http_url(bad, "--otlp");
       ADD_FAILURE() << bad;

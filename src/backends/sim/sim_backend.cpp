@@ -32,7 +32,7 @@ constexpr std::array kModels = {
 
 // The "train" profile: a start-up phase (data loading, model set-up), then steps of compute at
 // high utilisation followed by a communication/data phase at lower utilisation.
-constexpr double kStartupS = 3.0;
+constexpr double kStartupS = 1.0;
 constexpr double kStartupUtil = 0.12;
 constexpr double kStepS = 0.6;
 constexpr double kComputeS = 0.48;

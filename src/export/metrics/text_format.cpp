@@ -6,6 +6,7 @@
 
 #include "export/metrics/exposition.hpp"
 #include "text/utf8.hpp"
+#include "util/number_text.hpp"
 
 namespace joules::exporter {
 namespace {
@@ -81,7 +82,7 @@ void append_sample_value(std::string& out, double value) {
   if (std::trunc(value) == value && std::fabs(value) < kTwoPow63) {
     r = std::to_chars(buf.data(), buf.data() + buf.size(), static_cast<std::int64_t>(value));
   } else {
-    r = std::to_chars(buf.data(), buf.data() + buf.size(), value);
+    r = to_chars_clean(buf.data(), buf.data() + buf.size(), value);
   }
   out.append(buf.data(), r.ptr);
 }

@@ -32,7 +32,8 @@ void append_help_escaped(std::string& out, std::string_view help);
 
 // A sample value: `NaN`, `+Inf`, `-Inf`; integral values below 2^63 in magnitude as plain
 // integers (so 1e15 J is "1000000000000000", not "1e+15"; -0 is "0"); anything else in the
-// shortest form that reads back to the same double ("0.1", "1e-07", "1e+300").
+// shortest form that reads back to the same double ("0.1", "1e-07", "1e+300"), rounded to 15
+// significant digits when that is longer (no float noise: util/number_text.hpp).
 void append_sample_value(std::string& out, double value);
 
 // A timestamp in milliseconds since the Unix epoch.

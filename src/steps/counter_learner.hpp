@@ -1,0 +1,111 @@
+#pragma once
+// The general mechanism: step counters in formats nobody wrote a rule for.  Each message the
+// built-in formats (steps/formats.hpp) did not take is read into a template and its fields
+// (steps/fields.hpp); per run and per template the learner decides which field, if any, is the
+// step counter:
+//
+//  - on the first line of a template, from what the line shows: a field named like a step
+//    counter (step, iter, Up., tick, global_step, "N iter", "683-1364batch") or standing where
+//    counters stand (the start of the message, "[N]" first) on a line that carries training
+//    quantities (loss, lr, accuracy, auc, rmse, time, rate, ...); a global counter wins over a
+//    local one; an epoch beside the counter makes it per-epoch;
+//  - on later lines, from how the field behaves: a candidate that advances by a steady stride
+//    while the line's other values change is taken from its third line even without names;
+//  - against the run: once steps are under way, a template whose counter neither repeats nor
+//    follows the run's step (TFLearn's sample count beside its step line) is held back until it
+//    is the only counter left.
+//
+// A line is decided when it arrives: wrap places a boundary at its arrival, and a boundary cannot
+// be placed at an earlier line later (docs/step-formats.md, "The general mechanism").  Pure
+// logic; not thread-safe (one per parser).
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+
+#include "steps/fields.hpp"
+#include "steps/formats.hpp"
+
+namespace joules::steps {
+
+class counter_learner {
+ public:
+  // What the learner makes of `message` (with its fields `f`).  On a step, sets `m` to it (step
+  // global, format "learnt") and returns true; an evaluation result sets m.kind to phase_end.
+  // `why`, when not null, receives the reason (joules steps --explain).
+  bool observe(std::string_view message, const line_fields& f, match& m, std::string* why);
+
+  // Whether a step `g` read from a template may be the run's step: the run's own template always
+  // is; another repeats the run's step, follows it, jumps ahead (a log resumed later), goes back
+  // a little (a late copy) or, when named as a step counter, starts again (a new run).  It is not
+  // when it reads the run's step times a batch size (TFLearn's "iter: 00512/55000" samples
+  // beside its "Training Step: 8"), nor an unnamed counter far behind the run.
+  bool follows_run(std::uint64_t template_hash, std::uint64_t g, bool named) const;
+  // Every new step of the run, whichever format read it: the learner holds other templates to
+  // it.  `template_hash`: the template of the line, when a learnt counter or the generic rule
+  // read it.
+  void on_new_step(std::uint64_t step, std::uint64_t gap,
+                   std::optional<std::uint64_t> template_hash);
+  // A resume or restart notice: the next counter that goes back is a new start, not a late copy.
+  bool resume_pending() const { return resume_pending_; }
+  void note_resume() { resume_pending_ = true; }
+  // A table's header ("     Epoch   gpu_mem       box       obj ..."): the role of its first
+  // column names the unnamed number that opens the rows below it.
+  void note_header(std::string_view message);
+  void clear_resume() { resume_pending_ = false; }
+
+ private:
+  static constexpr std::uint8_t kNoField = 0xff;
+  static constexpr std::size_t kMaxTemplates = 512;
+
+  struct template_state {
+    std::uint8_t counter = kNoField;  // the counter's rank among the message's whole numbers
+    std::uint8_t epoch = kNoField;
+    bool chosen = false;
+    bool adopted = false;  // its counter is a step counter
+    std::uint16_t lines = 0;
+    std::optional<std::uint64_t> last_value;  // the counter as printed
+    std::uint64_t stride = 0;
+    std::uint8_t steady = 0;  // transitions in a row with that stride while values moved
+    std::uint64_t value_hash = 0;
+    // Per-epoch counting: the steps of the epochs before the current one.
+    std::optional<std::uint64_t> last_epoch;
+    std::uint64_t epoch_sum = 0;
+    bool counter_is_global = false;  // it did not go back when the epoch changed
+    std::optional<std::uint64_t> last_total;
+    std::optional<std::uint64_t> deferred_since;  // the run's step when it was held back
+    std::optional<metric_style> style;            // how its metrics are printed (once known)
+  };
+
+  struct choice {
+    const field* counter = nullptr;
+    const field* epoch = nullptr;
+    int score = 0;
+  };
+  choice choose(std::string_view message, const line_fields& f, template_state& t) const;
+  // The counter as a global step; sets `rolled` when an epoch began.
+  // The epoch a counter belongs to: printed beside it, or announced on a line of its own
+  // ("Epoch 2/5" before Keras' bars).
+  struct epoch_seen {
+    std::uint64_t value = 0;
+    std::optional<std::uint64_t> total;
+  };
+  std::uint64_t globalize(const field& c, std::optional<epoch_seen> e, template_state& t,
+                          bool& rolled, std::optional<std::uint64_t>& epoch,
+                          std::optional<std::uint64_t>& epochs);
+
+  std::unordered_map<std::uint64_t, template_state> templates_;
+  // The template whose counter made the last new step, when a template did.
+  std::optional<std::uint64_t> primary_;
+  std::optional<epoch_seen> announced_epoch_;
+  std::optional<std::uint64_t> epoch_base_;  // what the run counts epochs from
+  field_role first_column_ = field_role::none;
+  std::optional<std::uint64_t> last_step_;
+  std::uint64_t last_gap_ = 0;
+  std::uint64_t new_steps_ = 0;
+  bool resume_pending_ = false;
+};
+
+}  // namespace joules::steps

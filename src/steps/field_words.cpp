@@ -1,0 +1,285 @@
+#include "steps/field_words.hpp"
+
+#include <algorithm>
+#include <array>
+
+#include "steps/scan.hpp"
+
+namespace joules::steps {
+namespace {
+
+enum : std::uint16_t {
+  kStep = 1,           // names a step counter: step, iter, update, batch, tick, round, "Up."
+  kEpoch = 2,          // epoch, epochs, ep
+  kSample = 4,         // samples, images, sentences, tokens, kimg: data, not steps
+  kMention = 8,        // "at step 500", "from iteration 3"
+  kOtherLoop = 16,     // "eval step 100", "warmup step 5", "Iter(val)"
+  kGlobalPrefix = 32,  // global_step, total_step, current_steps, num_updates, training_iteration
+  kStepPrefix = 64,    // train_step, cur_iter, opt_step, trainer/step
+};
+
+struct entry {
+  std::string_view word;  // lower case
+  word_class cls = word_class::none;
+  std::uint16_t flags = 0;
+};
+
+using wc = word_class;
+
+// One table for every word the field reader knows, sorted for a binary search: a log line has
+// tens of words and each is looked up once.
+constexpr auto kVocabulary = [] {
+  std::array<entry, 135> t = {{
+      {"acc", wc::loss_like},
+      {"accuracy", wc::loss_like},
+      {"after", wc::none, kMention},
+      {"at", wc::none, kMention},
+      {"auc", wc::metric},
+      {"batch", wc::none, kStep},
+      {"batches", wc::none, kStep},
+      {"before", wc::none, kMention},
+      {"caching", wc::other_loop},
+      {"casting", wc::other_loop},
+      {"checkpoint", wc::notice},
+      {"checkpoints", wc::notice},
+      {"compiling", wc::other_loop},
+      {"consumed", wc::none, kSample},
+      {"converting", wc::other_loop},
+      {"cost", wc::metric},
+      {"cur", wc::none, kStepPrefix},
+      {"current", wc::none, kGlobalPrefix},
+      {"dev", wc::eval},
+      {"download", wc::other_loop},
+      {"downloading", wc::other_loop},
+      {"elapsed", wc::metric},
+      {"entropy", wc::metric},
+      {"ep", wc::none, kEpoch},
+      {"epoch", wc::none, kEpoch},
+      {"epochs", wc::none, kEpoch},
+      {"err", wc::metric},
+      {"error", wc::metric},
+      {"eval", wc::eval, kOtherLoop},
+      {"evaluation", wc::eval, kOtherLoop},
+      {"every", wc::none, kMention},
+      {"examples", wc::none, kSample},
+      {"extracting", wc::other_loop},
+      {"fetching", wc::other_loop},
+      {"filter", wc::other_loop},
+      {"frames", wc::none, kSample},
+      {"from", wc::none, kMention},
+      {"generating", wc::other_loop},
+      {"global", wc::none, kGlobalPrefix},
+      {"grad", wc::metric},
+      {"images", wc::none, kSample},
+      {"imgs", wc::none, kSample},
+      {"inference", wc::other_loop},
+      {"instances", wc::none, kSample},
+      {"iou", wc::metric},
+      {"iter", wc::none, kStep},
+      {"iteration", wc::none, kStep},
+      {"iterations", wc::none, kStep},
+      {"iters", wc::none, kStep},
+      {"kimg", wc::metric, kSample},
+      {"learn", wc::train},
+      {"learning", wc::loss_like},
+      {"loading", wc::notice},
+      {"logloss", wc::metric},
+      {"loss", wc::loss_like},
+      {"lr", wc::loss_like},
+      {"mae", wc::metric},
+      {"map", wc::metric},
+      {"merror", wc::metric},
+      {"mse", wc::metric},
+      {"nimg", wc::none, kSample},
+      {"norm", wc::metric},
+      {"num", wc::none, kGlobalPrefix},
+      {"nupdates", wc::none, kStep},
+      {"of", wc::none, kMention},
+      {"opt", wc::none, kStepPrefix},
+      {"optimizer", wc::none, kStepPrefix},
+      {"per", wc::none, kMention},
+      {"perplexity", wc::metric},
+      {"ppl", wc::metric},
+      {"preprocessing", wc::other_loop},
+      {"rate", wc::metric},
+      {"resolving", wc::other_loop},
+      {"restart", wc::resume},
+      {"restarting", wc::resume},
+      {"restored", wc::resume},
+      {"restoring", wc::resume},
+      {"results", wc::results},
+      {"resume", wc::resume},
+      {"resumed", wc::resume},
+      {"resuming", wc::resume},
+      {"reward", wc::metric},
+      {"rmse", wc::metric},
+      {"round", wc::none, kStep},
+      {"rounds", wc::none, kStep},
+      {"sample", wc::none, kSample},
+      {"samples", wc::none, kSample},
+      {"sampling", wc::other_loop},
+      {"sanity", wc::eval, kOtherLoop},
+      {"saved", wc::notice},
+      {"saving", wc::notice},
+      {"scanning", wc::other_loop},
+      {"score", wc::metric},
+      {"sec", wc::metric},
+      {"seconds", wc::metric},
+      {"sen", wc::none, kSample},
+      {"sentences", wc::none, kSample},
+      {"sents", wc::none, kSample},
+      {"seqs", wc::none, kSample},
+      {"sequences", wc::none, kSample},
+      {"shards", wc::other_loop},
+      {"since", wc::none, kMention},
+      {"snapshot", wc::notice},
+      {"snapshotting", wc::notice},
+      {"speed", wc::metric},
+      {"step", wc::none, kStep},
+      {"steps", wc::none, kStep},
+      {"test", wc::eval, kOtherLoop},
+      {"testing", wc::eval, kOtherLoop},
+      {"tick", wc::none, kStep},
+      {"time", wc::metric},
+      {"timesteps", wc::none, kSample},
+      {"to", wc::none, kMention},
+      {"tok", wc::none, kSample},
+      {"tokenizer", wc::other_loop},
+      {"top", wc::top},
+      {"tokenizing", wc::other_loop},
+      {"tokens", wc::none, kSample},
+      {"total", wc::none, kGlobalPrefix},
+      {"tps", wc::metric},
+      {"train", wc::train, kStepPrefix},
+      {"trainer", wc::none, kStepPrefix},
+      {"training", wc::train, kGlobalPrefix},
+      {"until", wc::none, kMention},
+      {"up", wc::none, kStep},
+      {"update", wc::none, kStep},
+      {"updates", wc::none, kStep},
+      {"uploading", wc::other_loop},
+      {"val", wc::eval, kOtherLoop},
+      {"valid", wc::eval, kOtherLoop},
+      {"validation", wc::eval, kOtherLoop},
+      {"warmup", wc::other_loop, kOtherLoop},
+      {"words", wc::none, kSample},
+      {"writing", wc::notice},
+      {"xent", wc::metric},
+  }};
+  std::sort(t.begin(), t.end(), [](const entry& a, const entry& b) { return a.word < b.word; });
+  return t;
+}();
+
+constexpr std::uint32_t kFnv32Basis = 2166136261U;
+constexpr std::uint32_t kFnv32Prime = 16777619U;
+constexpr std::size_t kSlots = 512;  // a power of two, about four times the vocabulary
+
+// Open addressing over the vocabulary, built at compile time: a word is found (or not) in one
+// or two probes, which a log's every word can afford.
+constexpr auto kSlotTable = [] {
+  std::array<std::int16_t, kSlots> slots{};
+  for (auto& x : slots)
+    x = -1;
+  for (std::size_t i = 0; i < kVocabulary.size(); ++i) {
+    std::uint32_t h = kFnv32Basis;
+    for (const char c : kVocabulary[i].word)
+      h = (h ^ static_cast<unsigned char>(c)) * kFnv32Prime;
+    std::size_t slot = h & (kSlots - 1);
+    while (slots[slot] != -1)
+      slot = (slot + 1) & (kSlots - 1);
+    slots[slot] = static_cast<std::int16_t>(i);
+  }
+  return slots;
+}();
+
+const entry* lookup(std::string_view w) {
+  std::array<char, 16> lower{};
+  if (w.empty() || w.size() > lower.size()) return nullptr;
+  std::uint32_t h = kFnv32Basis;
+  for (std::size_t i = 0; i < w.size(); ++i) {
+    lower[i] = to_lower(w[i]);
+    h = (h ^ static_cast<unsigned char>(lower[i])) * kFnv32Prime;
+  }
+  const std::string_view key(lower.data(), w.size());
+  for (std::size_t slot = h & (kSlots - 1); kSlotTable[slot] != -1;
+       slot = (slot + 1) & (kSlots - 1)) {
+    const entry& e = kVocabulary[static_cast<std::size_t>(kSlotTable[slot])];
+    if (e.word == key) return &e;
+  }
+  return nullptr;
+}
+
+bool has(std::string_view w, std::uint16_t flags) {
+  const entry* e = lookup(w);
+  return e != nullptr && (e->flags & flags) != 0;
+}
+
+}  // namespace
+
+bool eq_ci(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && starts_with_ci(a, b);
+}
+
+std::string_view trim_key(std::string_view k) {
+  while (!k.empty() && (k.back() == '.' || k.back() == '-' || k.back() == '/'))
+    k.remove_suffix(1);
+  while (!k.empty() && (k.front() == '.' || k.front() == '-' || k.front() == '/'))
+    k.remove_prefix(1);
+  return k;
+}
+
+field_role role_of_key(std::string_view raw) {
+  const std::string_view key = trim_key(raw);
+  if (key.empty() || !is_alpha(key.front())) return field_role::none;
+  const std::size_t first_sep = key.find_first_of("_/");
+  if (first_sep == std::string_view::npos) {
+    if (eq_ci(key, "globalstep")) return field_role::global;
+    const entry* e = lookup(key);
+    if (e == nullptr) return field_role::none;
+    if ((e->flags & kStep) != 0) return field_role::step;
+    if ((e->flags & kEpoch) != 0) return field_role::epoch;
+    if ((e->flags & kSample) != 0) return field_role::samples;
+    return field_role::none;
+  }
+  const std::string_view first = key.substr(0, first_sep);
+  const std::string_view last = key.substr(key.find_last_of("_/") + 1);
+  if (has(last, kStep)) {
+    if (contains_ci(key, "global") || has(first, kGlobalPrefix)) return field_role::global;
+    if (has(first, kStepPrefix | kStep)) return field_role::step;
+    return field_role::none;  // warmup_steps, save_steps, max_iter, n_updates, log_step
+  }
+  if (has(last, kSample) || has(first, kSample)) return field_role::samples;
+  if (has(last, kEpoch) && (eq_ci(first, "cur") || eq_ci(first, "current")))
+    return field_role::epoch;
+  return field_role::none;
+}
+
+word_class class_of_word(std::string_view w) {
+  if (w.size() < 2 || w.size() > 13) return word_class::none;  // no known word is longer
+  const entry* e = lookup(w);
+  return e != nullptr ? e->cls : word_class::none;
+}
+
+bool unit_word(std::string_view w) {
+  return w == "s" || w == "ms" || w == "us" || w == "m" || w == "h" || w == "min" || w == "k" ||
+         w == "K" || w == "M" || w == "G" || w == "B" || w == "Mb" || w == "MB" || w == "GB" ||
+         w == "GiB" || w == "MiB" || w == "KB" || w == "x" || w == "it" || w == "d";
+}
+
+bool names_counter(std::string_view w) {
+  return has(w, kStep | kEpoch | kSample);
+}
+
+bool is_epoch_word(std::string_view w) {
+  return has(w, kEpoch);
+}
+
+bool is_mention_word(std::string_view w) {
+  return has(w, kMention);
+}
+
+bool is_other_loop_key(std::string_view w) {
+  return has(w, kOtherLoop);
+}
+
+}  // namespace joules::steps

@@ -1,0 +1,45 @@
+#pragma once
+// The words the field reader (steps/fields.cpp) names numbers and describes messages by: which
+// keys name a step counter, the global one, an epoch or a count of samples; which words name
+// training quantities, evaluation, notices and the loops of data preparation.  A general
+// vocabulary, not any trainer's format.  Internal to src/steps; pure.
+
+#include <cstdint>
+#include <string_view>
+
+#include "steps/fields.hpp"
+
+namespace joules::steps {
+
+bool eq_ci(std::string_view a, std::string_view b);
+
+// What a key makes the number after it: "iter" a step counter, "global_step", "num_updates" and
+// "training_iteration" the global one, "epoch" an epoch, "images" or "Sen." a count of samples;
+// "warmup_steps", "save_steps", "max_iter" nothing.
+field_role role_of_key(std::string_view key);
+// A key without the punctuation around it ("Up." -> "Up").
+std::string_view trim_key(std::string_view key);
+bool names_counter(std::string_view word);  // a step, epoch or samples word
+bool is_epoch_word(std::string_view word);
+// "at step 500", "from iteration 3": a step mentioned, not a step line's counter.
+bool is_mention_word(std::string_view word);
+// "eval step 100", "warmup step 5", "Iter(val)": the counter of another loop than training.
+bool is_other_loop_key(std::string_view word);
+// A unit right after a number ("58s", "6736Mb"): the number is a quantity, not a counter.
+bool unit_word(std::string_view w);
+
+enum class word_class : std::uint8_t {
+  none,
+  metric,      // auc, rmse, error, perplexity, time, rate, speed, ...
+  loss_like,   // loss, lr, learning, acc, accuracy
+  eval,        // val, valid, validation, eval, test, dev, sanity
+  train,       // train, training, learn
+  notice,      // checkpoint, saving, saved, snapshot, loading, writing
+  resume,      // resume, resuming, restored, restart, ...
+  results,     // results
+  other_loop,  // downloading, map, filter, tokenizing, fetching, ... (data preparation)
+  top,         // Lightning's "'val_loss' was not in top 1"
+};
+word_class class_of_word(std::string_view w);
+
+}  // namespace joules::steps

@@ -1,0 +1,279 @@
+"""Every joules command shown in README.md and docs/*.md, and every example of every subcommand's
+--help, runs as written against the simulated backend, and output shown in the docs matches what
+joules prints.
+
+How the examples are found:
+- a fenced code block's lines whose first word (after VAR=value assignments) is `joules` are
+  commands; `$ joules ...` lines in a block are commands and the lines after them, up to the next
+  `$` line, their output;
+- `<!-- output of: COMMAND -->` right before a block says the block is COMMAND's output
+  (`<!-- output of: COMMAND (exit 2) -->` when it ends with that status);
+- `<!-- not run: REASON -->` right before a block leaves it out (say why: it needs root, a GPU).
+
+How they run: in a scratch directory holding the docs' example files (tests/docs/files), with
+PATH giving `joules` and stand-ins for the trainers the docs name (tests/docs/bin: `torchrun`,
+`python`, `./my_trainer` and `...` (the docs' "any command") run the toy trainer for a fraction of a second), and with
+`--backend sim` added to subcommands that read hardware when the example does not choose a
+backend.  Commands that never end by themselves (`serve`, `monitor` without --once) are stopped
+after their first output with SIGINT, as a person would.
+
+Output matches when every shown line appears in the real output, in order, with the same words
+and numbers within 10 % (timings, sample counts and energies of a simulated run vary between runs, most on a loaded machine); a
+shown line that ends in "…" is the start of the printed one."""
+from __future__ import annotations
+
+import os
+import pathlib
+import re
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+
+import pytest
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+BUILD = pathlib.Path(os.environ.get("JOULES_TEST_BUILD_DIR", ROOT / "build" / "dev"))
+JOULES = pathlib.Path(os.environ.get("JOULES_BIN", BUILD / "src" / "joules"))
+TRAINER = BUILD / "examples" / "joules-toy-trainer"
+HERE = pathlib.Path(__file__).resolve().parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+READS_HARDWARE = {"run", "wrap", "monitor", "doctor", "serve"}
+NEVER_ENDS = {"serve"}
+
+BLOCK = re.compile(r"(?P<marker><!--\s*(?P<kind>output of|not run):\s*(?P<arg>.*?)\s*-->\s*\n)?"
+                   r"(?P<indent>[ \t]*)```(?P<lang>[\w-]*)\n(?P<body>.*?)\n[ \t]*```", re.S)
+
+
+class example:
+    def __init__(self, where: str, command: str, output: list[str] | None = None,
+                 status: int | None = None):
+        self.where, self.command, self.output = where, command, output or []
+        self.status = status  # the exit status the docs say, when not 0
+
+    def __repr__(self) -> str:
+        return f"{self.where}: {self.command}"
+
+
+def first_word(command: str) -> str:
+    """The command's name after VAR=value assignments; "" for what is not a shell command."""
+    try:
+        words = shlex.split(command, comments=True, posix=True)
+    except ValueError:  # prose or output in a code block, not a command
+        return ""
+    for word in words:
+        if not re.match(r"^[A-Za-z_][A-Za-z0-9_]*=", word):
+            return word
+    return ""
+
+
+def doc_examples() -> list[example]:
+    out: list[example] = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for m in BLOCK.finditer(text):
+            line_no = text.count("\n", 0, m.start("body")) + 1
+            where = f"{doc.relative_to(ROOT)}:{line_no}"
+            if m.group("kind") == "not run":
+                continue
+            body = [line[len(m.group("indent")):] for line in m.group("body").splitlines()]
+            if m.group("kind") == "output of":
+                command, status = m.group("arg"), None
+                if (s := re.search(r"\s*\(exit (\d+)\)$", command)) is not None:
+                    command, status = command[:s.start()], int(s.group(1))
+                out.append(example(where, command, body, status))
+                continue
+            lines = join_continuations(body)
+            if any(line.startswith("$ ") for line in lines):
+                current = None
+                for line in lines:
+                    if line.startswith("$ "):
+                        current = example(where, line[2:])
+                        if first_word(current.command) == "joules":
+                            out.append(current)
+                    elif current is not None and line.strip():
+                        current.output.append(line)
+                continue
+            for line in lines:
+                if first_word(line) == "joules":
+                    out.append(example(where, line))
+    return out
+
+
+def join_continuations(lines: list[str]) -> list[str]:
+    joined: list[str] = []
+    for line in lines:
+        if joined and joined[-1].endswith("\\"):
+            joined[-1] = joined[-1][:-1] + " " + line.strip()
+        else:
+            joined.append(line)
+    return joined
+
+
+def help_examples() -> list[example]:
+    listing = subprocess.run([str(JOULES), "--help"], capture_output=True, text=True).stdout
+    names = re.findall(r"^  (\w+)\s{2,}", listing.split("Commands:")[1], re.M)
+    out = []
+    for name in names:
+        text = subprocess.run([str(JOULES), name, "--help"], capture_output=True, text=True).stdout
+        if "\nExamples:\n" not in text:
+            continue
+        for line in text.split("\nExamples:\n", 1)[1].splitlines():
+            if line.strip():
+                out.append(example(f"joules {name} --help", line.strip()))
+    return out
+
+
+def with_sim_backend(command: str) -> str:
+    """Adds --backend sim after each `joules SUBCOMMAND` that reads hardware and chooses none."""
+    def add(m: re.Match) -> str:
+        if m.group(2) in READS_HARDWARE and "--backend" not in command:
+            return f"{m.group(1)}{m.group(2)} --backend sim"
+        return m.group(0)
+    return re.sub(r"((?:^|[|;&(]\s*|\s)joules )(\w+)", add, command)
+
+
+@pytest.fixture(scope="module")
+def workdir(tmp_path_factory):
+    d = tmp_path_factory.mktemp("docs")
+    shutil.copytree(HERE / "files", d, dirs_exist_ok=True)
+    # `./my_trainer` and friends are run from the working directory.
+    for stub in (HERE / "bin").iterdir():
+        target = d / stub.name
+        if not target.exists():
+            shutil.copy(stub, target)
+    return d
+
+
+def environment(workdir: pathlib.Path) -> dict[str, str]:
+    env = dict(os.environ)
+    for var in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES", "JOULES_RUN_ID", "SLURM_JOB_ID",
+                "SLURM_STEP_ID", "JOULES_REGION"):
+        env.pop(var, None)
+    bindir = workdir / ".bin"
+    bindir.mkdir(exist_ok=True)
+    link = bindir / "joules"
+    if not link.exists():
+        link.symlink_to(JOULES)
+    env["PATH"] = f"{bindir}:{HERE / 'bin'}:{env['PATH']}"
+    env["JOULES_TOY_TRAINER"] = str(TRAINER)
+    env["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "absent")
+    env["TOKEN"] = "example-token"
+    return env
+
+
+def subcommand_of(command: str) -> str:
+    after = command.split("joules ", 1)[1].split() if "joules " in command else []
+    return after[0] if after else ""
+
+
+def accepted_statuses(command: str) -> set[int]:
+    """0; 130 for what is stopped with Ctrl-C; 1 for doctor's warnings."""
+    sub = subcommand_of(command)
+    ok = {0}
+    if sub in NEVER_ENDS or (sub == "monitor" and "--once" not in command):
+        ok.add(130)
+    if sub == "doctor":
+        ok.add(1)
+    return ok
+
+
+def run_example(e: example, workdir: pathlib.Path) -> tuple[int, str]:
+    """Runs the example; again (up to 3 times, a second apart) when a port it names is taken by
+    another program on this machine, which is no fault of the docs."""
+    for _ in range(3):
+        status, out = run_once(e, workdir)
+        if "Address already in use" not in out:
+            break
+        time.sleep(1.0)
+    return status, out
+
+
+def run_once(e: example, workdir: pathlib.Path) -> tuple[int, str]:
+    command = with_sim_backend(e.command)
+    endless = 130 in accepted_statuses(command)
+    if not re.search(r"[|;&]", command.split("#", 1)[0]):
+        # One command: the shell becomes it, so that its exit status is joules' own.
+        command = "exec " + command
+    p = subprocess.Popen(["sh", "-c", command], cwd=workdir, env=environment(workdir),
+                         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                         start_new_session=True)
+    if not endless:
+        out, _ = p.communicate(timeout=60)
+        return p.returncode, out
+    # Let it show what it does, then stop it as a person would (Ctrl-C to its process group).
+    time.sleep(1.5)
+    os.killpg(p.pid, signal.SIGINT)
+    out, _ = p.communicate(timeout=20)
+    return p.returncode, out
+
+
+NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+
+
+def same_line(shown: str, real: str) -> bool:
+    """Same words, numbers within 10 %; a shown line ending in "…" is the start of the real one."""
+    shown = shown.rstrip()
+    if shown.endswith("…"):
+        shown = shown[:-1].rstrip()
+        real = real[:len(shown) + 8]  # room for numbers printed a little longer
+        if not NUMBER.sub("#", real).startswith(NUMBER.sub("#", shown)):
+            return False
+    elif NUMBER.sub("#", shown) != NUMBER.sub("#", real).rstrip():
+        return False
+    for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real)):
+        x, y = float(a), float(b)
+        if abs(x - y) > max(0.10 * max(abs(x), abs(y)), 0.011):
+            return False
+    return True
+
+
+def matches(shown: list[str], real: str) -> str | None:
+    """None when every shown line is in `real` in order; else the first line that is not."""
+    lines = real.splitlines()
+    at = 0
+    for s in shown:
+        while at < len(lines) and not same_line(s, lines[at]):
+            at += 1
+        if at == len(lines):
+            return s
+        at += 1
+    return None
+
+
+EXAMPLES = doc_examples()
+
+
+def test_the_docs_have_examples():
+    assert len(EXAMPLES) >= 20, EXAMPLES
+
+
+@pytest.mark.parametrize("e", EXAMPLES, ids=repr)
+def test_doc_example_runs_as_written(e, workdir):
+    status, out = run_example(e, workdir)
+    expected = {e.status} if e.status is not None else accepted_statuses(e.command)
+    assert status in expected, f"{e}\nexit {status}\n{out}"
+    if e.output:
+        missing = matches(e.output, out)
+        assert missing is None, f"{e}\nshown in the docs but not printed:\n  {missing}\n\nprinted:\n{out}"
+
+
+def test_help_examples_run_as_written(workdir):
+    examples = help_examples()
+    assert len(examples) >= 15
+    failures = []
+    for e in examples:
+        status, out = run_example(e, workdir)
+        if status not in accepted_statuses(e.command):
+            failures.append(f"{e}: exit {status}\n{out[-2000:]}")
+    assert not failures, "\n\n".join(failures)
+
+
+def test_the_matcher_tells_shown_from_printed():
+    assert matches(["joules: 100 J in 5.00 s"], "x\njoules: 102 J in 5.01 s\n") is None
+    assert matches(["joules: 100 J in 5.00 s"], "joules: 130 J in 5.00 s") is not None
+    assert matches(["a 1", "b 2"], "b 2\na 1") is not None
+    assert with_sim_backend("joules run -- x") == "joules run --backend sim -- x"
+    assert with_sim_backend("joules steps x.log") == "joules steps x.log"
+    assert with_sim_backend("joules doctor --json | jq .") == "joules doctor --backend sim --json | jq ."

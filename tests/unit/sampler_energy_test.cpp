@@ -1,0 +1,149 @@
+// The sampler's energy in virtual time, checked against the scripted truth: windows whose edges
+// fall inside a counter's update period, wraps and resets, a device lost, the end of a run.
+#include <gtest/gtest.h>
+
+#include <vector>
+
+#include "sampler_harness.hpp"
+
+namespace joules::testing {
+namespace {
+
+TEST(SamplerEnergy, AWindowWhoseEdgesFallInsideUpdatePeriodsIsExact) {
+  // The counter advances every 100.7 ms: the start burst's 1 ms brackets learn 100.67 ms, and by
+  // 30 s the phase that predicts is 10 ms off.  The reads after each boundary pin the update
+  // after it, and with it the updates around the boundary.  Without them the second boundary
+  // would be 3 J off.
+  sampler_harness h({stepped_gpu(0, 0.1007, 0.0375)});
+  h.start();
+  boundary_at(h, 30.01);  // updates at 29.9454 and 30.0461
+  boundary_at(h, 30.53);  // 30.4489 and 30.5496
+  h.run_until(31.5);
+  const auto windows = h.finish_at();  // 31.4559 and 31.5566
+  ASSERT_EQ(windows.size(), 2U);
+  for (const auto& w : windows)
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), edge_tolerance_j(300.0)) << w.index;
+}
+
+TEST(SamplerEnergy, AWrapIsCountedAsAWrapAndAZeroedCounterAsAResetWithItsOffsetCarried) {
+  // A RAPL package: a µJ counter that wraps at 20 J, at 250 W.  Read every 100 ms it would wrap
+  // more than once between reads; the sampler reads it every 25 ms (its max_read_interval), so
+  // every wrap is seen.  At 2.11 s the counter is zeroed: from the read before (2.1 s, when it
+  // showed 4 J) the drop is more than 400 W could explain, so it is a reset; the energy from
+  // 2.1 s to the reset is lost, and counting carries on from there.
+  scripted_device d;
+  d.info.kind = device_kind::cpu;
+  d.info.uuid = "cpu-package-0";
+  d.info.has_energy_counter = true;
+  d.info.counter_continuous = true;
+  d.info.wrap = counter_wrap{20'000'000, watts{400.0}};
+  d.info.max_read_interval = seconds(0.025);
+  d.energy_uj = true;
+  d.counter_start = 19'000'000;
+  d.power = {{0.0, 250.0}};
+  d.reset_at = 2.11;
+  sampler_harness h({d});
+  h.start();
+  EXPECT_DOUBLE_EQ(h.sampler().interval_s(), 0.025);
+  boundary_at(h, 0.5);
+  h.run_until(3.0);
+  const auto windows = h.finish_at();
+  ASSERT_EQ(windows.size(), 1U);
+  const double lost = 250.0 * (2.11 - 2.1);
+  EXPECT_NEAR(window_j(windows[0], 0), truth_j(h.truth(), 0, windows[0]) - lost, 1e-5);
+  const device_timeline& tl = h.timeline(0);
+  EXPECT_EQ(tl.counter_resets(), 1);
+  // 19 J + 525 J to the reset is 27 turns of 20 J, then 222.5 J is 11 more.
+  EXPECT_EQ(tl.counter_wraps(), 38);
+}
+
+TEST(SamplerEnergy, AGpuCounterThatGoesBackwardsIsAResetBridgedByPower) {
+  // The driver reloads at 1.234 s and the counter restarts from 0.  Between the last read before
+  // and the first read after, the GPU's power says what it used: the total stays exact.
+  scripted_device d = stepped_gpu(0, 0.0, 0.0, 400.0);
+  d.reset_at = 1.234;
+  sampler_harness h({d});
+  h.start();
+  boundary_at(h, 0.5);
+  h.run_until(2.0);
+  const auto windows = h.finish_at();
+  ASSERT_EQ(windows.size(), 1U);
+  EXPECT_NEAR(window_j(windows[0], 0), truth_j(h.truth(), 0, windows[0]), 0.003);
+  const device_timeline& tl = h.timeline(0);
+  EXPECT_EQ(tl.counter_resets(), 1);
+  EXPECT_EQ(tl.counter_wraps(), 0);
+  // Estimated: from the last read (1.2 s) to the reset.
+  EXPECT_NEAR(tl.reset_estimated_j(), 400.0 * 0.034, 0.003);
+}
+
+TEST(SamplerEnergy, ALostGpuKeepsItsEnergyUpToTheLossAndTheOthersCarryOn) {
+  scripted_device lost = stepped_gpu(1, 0.1, 0.0775, 200.0);
+  lost.lost_at = 1.55;  // the tick at 1.5 s is its last good reading
+  sampler_harness h({stepped_gpu(0, 0.1, 0.0375), lost});
+  h.start();
+  boundary_at(h, 1.01);
+  boundary_at(h, 2.01);
+  h.run_until(3.0);
+  const auto snap = h.sampler().snapshot();
+  ASSERT_TRUE(snap);
+  EXPECT_FALSE(snap->devices[0].lost);
+  EXPECT_TRUE(snap->devices[1].lost);
+  const auto windows = h.finish_at();
+  ASSERT_EQ(windows.size(), 2U);
+  for (const auto& w : windows) {
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), edge_tolerance_j(300.0)) << w.index;
+    EXPECT_FALSE(w.devices[0].lost);
+    EXPECT_TRUE(w.devices[1].lost) << w.index;  // lost before the window ended
+  }
+  const auto& s = h.truth();
+  EXPECT_NEAR(window_j(windows[0], 1), s.energy_j(1, 1.5) - s.energy_j(1, 1.01),
+              edge_tolerance_j(200.0));
+  EXPECT_EQ(windows[1].devices[1].energy_uj, 0);
+  EXPECT_NEAR(s.read_times(0, 2.9).front(), 2.9, 1e-9);  // still read on the grid
+}
+
+TEST(SamplerEnergy, FailedReadsAndACounterThatStopsAnsweringCostNoEnergy) {
+  // Reads fail from 1.0 to 1.35 s (four ticks); the counter answers NOT_SUPPORTED from 2.0 s on,
+  // and power, integrated from the counter's last reading, takes over.
+  scripted_device d = stepped_gpu(0, 0.1, 0.0375);
+  d.errors = {{1.0, 1.35}};
+  d.counter_unsupported_at = 2.0;
+  sampler_harness h({d});
+  h.start();
+  boundary_at(h, 0.51);
+  boundary_at(h, 1.51);
+  boundary_at(h, 2.51);
+  h.run_until(3.0);
+  const auto windows = h.finish_at();
+  ASSERT_EQ(windows.size(), 3U);
+  for (const auto& w : windows)
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), edge_tolerance_j(300.0)) << w.index;
+  EXPECT_EQ(windows[0].devices[0].method, energy_method::counter);
+  EXPECT_EQ(windows[1].devices[0].method, energy_method::polled);
+  EXPECT_EQ(windows[2].devices[0].method, energy_method::polled);
+  const device_timeline& tl = h.timeline(0);
+  EXPECT_EQ(tl.read_errors(), 4);
+  ASSERT_TRUE(tl.counter_lost_at());
+  EXPECT_NEAR(*tl.counter_lost_at() - kOriginS, 1.9, 1e-9);
+}
+
+TEST(SamplerEnergy, AReadingIsStampedAtTheMiddleOfItsCall) {
+  // Reads take 6 ms and the device answers halfway through.  A counter with a new value at
+  // every read, 400 W, then 100 W from 1 s: each boundary is exact to the millijoule when a
+  // reading is placed where it was taken, and 1.2 J and 0.3 J off when placed 3 ms early.
+  scripted_device d = stepped_gpu(0, 0.0, 0.0, 400.0);
+  d.power = {{0.0, 400.0}, {1.0, 100.0}};
+  d.read_s = [](double) { return 0.006; };
+  sampler_harness h({d});
+  h.start();
+  boundary_at(h, 0.5);
+  boundary_at(h, 1.5);
+  h.run_until(2.0);
+  const auto windows = h.finish_at();
+  ASSERT_EQ(windows.size(), 2U);
+  for (const auto& w : windows)
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 0.003) << w.index;
+}
+
+}  // namespace
+}  // namespace joules::testing
