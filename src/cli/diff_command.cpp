@@ -8,7 +8,7 @@ namespace joules::cli {
 namespace {
 
 constexpr options::command_text kText{
-    "diff", "compare two runs: energy, time, J/step, J/token, power, per phase and per GPU",
+    "diff", "compare two runs per phase and per GPU, against run-to-run noise",
     "[OPTIONS] A.jsonl B.jsonl",
     "Compares the records of run A (before) with those of run B (after): energy, duration, "
     "energy per step and per token, time per step, mean and peak power, CO2e, the energy of each "

@@ -23,8 +23,10 @@ def wrap_run(path, *extra, steps=24, run_id=None):
             "--predict-after", "3", "--label", f"note={SCRIPT_LABEL}", *extra]
     if run_id:
         args += ["--run-id", run_id]
+    # Setup outlasts the simulated GPUs' 1 s start-up, so that the steps draw steady power and
+    # their spread is the run-to-run noise diff measures (docs/sim-backend.md).
     r = joules(*args, "--", TRAINER, "--steps", str(steps), "--step-ms", "40", "--setup-ms",
-               "300", "--eval-every", "8", "--eval-ms", "120", timeout=120)
+               "1000", "--eval-every", "8", "--eval-ms", "120", timeout=120)
     assert r.returncode == 0, r.stderr
     return read_jsonl(path)
 
@@ -326,8 +328,12 @@ def test_help_man_page_and_completion_know_the_subcommands():
     for cmd in ("report", "diff", "aggregate"):
         r = joules(cmd, "--help")
         assert r.returncode == 0 and f"joules {cmd}" in r.stdout
-    man = joules("manpage").stdout
-    assert "fail\\-if\\-worse" in man and "samples\\-interval" in man
+    assert "joules\\-report (1)" in joules("manpage").stdout
+    assert "fail\\-if\\-worse" in joules("manpage", "diff").stdout
+    assert "samples\\-interval" in joules("manpage", "wrap").stdout
     comp = joules("completion", "bash").stdout
-    assert 'aggregate) opts="--by --format --quiet --help"' in comp or "aggregate)" in comp
-    assert 'words="-f"' in comp
+    for cmd in ("report", "diff", "aggregate"):
+        assert f"    {cmd}) opts=" in comp
+        assert comp.split(f"    {cmd}) opts=", 1)[1].split("\n", 1)[0].endswith(
+            "rest='compgen -f -- \"$cur\"' ;;")
+    assert '"aggregate --format") COMPREPLY=($(compgen -W "table csv json"' in comp
