@@ -17,7 +17,7 @@ constexpr options::command_text kText{
     "(3/5). Empty files (a run killed before its first record) are skipped with a warning; a "
     "file that is not joules' JSONL exits with status 2. Docs: docs/report.md.",
     "joules aggregate runs/*.jsonl\n"
-    "joules aggregate --by user,day --format csv /shared/joules/*.jsonl > month.csv\n"
+    "joules aggregate --by user,day --format csv runs/*.jsonl > month.csv\n"
     "joules aggregate --by job --format json node-*.jsonl"};
 
 class aggregate_command final : public options::command {
