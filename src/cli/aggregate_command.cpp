@@ -8,8 +8,7 @@ namespace joules::cli {
 namespace {
 
 constexpr options::command_text kText{
-    "aggregate", "totals of many runs: energy, CO2e, cost, GPU-hours",
-    "[OPTIONS] FILE...",
+    "aggregate", "totals of many runs: energy, CO2e, cost, GPU-hours", "[OPTIONS] FILE...",
     "Adds up the records of many runs: runs, nodes, energy, kWh, CO2e, cost, GPU-hours, steps "
     "and tokens, exact sums of the records' figures, with the methods they were measured by and "
     "the sources of their carbon intensities. The files of the nodes of one multi-node job (one "
