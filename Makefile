@@ -4,7 +4,7 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: demo test build deps deps-test bench format format-check tidy clean
+.PHONY: demo test build deps deps-test bench format format-check tidy clean golden
 
 demo: deps build
 	@scripts/demo build/release
@@ -24,6 +24,14 @@ deps-test:
 # (scripts/test-all overlaps each tree's tests with the next build).
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
+
+# Rewrites the golden files of tests/golden (help texts, monitor screens, run summaries, doctor's
+# report, joules steps' output, the /metrics exposition) from the dev build; `git diff tests/golden`
+# then shows what a change did to what people see.
+golden:
+	cmake --preset dev >/dev/null
+	cmake --build build/dev -j $(JOBS) --target joules_unit_tests
+	JOULES_UPDATE_GOLDEN=1 build/dev/tests/joules_unit_tests --gtest_filter='Golden*'
 
 bench:
 	@scripts/install-deps bench

@@ -35,6 +35,10 @@ struct gpu_process {
   unsigned pid = 0;
   std::optional<std::uint64_t> used_memory_bytes;
   bool graphics = false;  // a graphics (not compute) context
+  // Its share of the time the GPU's SMs ran kernels, 0-100, averaged over the driver's samples
+  // since the previous reading (docs/nvml-notes.md §5.12); 0 when it ran none.  Unknown where the
+  // driver does not report per-process utilisation (MIG mode, some boards).
+  std::optional<double> sm_util_percent = {};
 };
 
 struct health_reading {
@@ -99,6 +103,8 @@ struct health_reading {
 
   std::vector<gpu_process> processes;
   bool processes_known = false;
+  // The processes' sm_util_percent are known (the driver answers per-process utilisation).
+  bool process_utilization_known = false;
 };
 
 // What `doctor` reports about a device beyond device_info (backend::probe_capabilities).

@@ -37,7 +37,7 @@ void declare_sim(options::option_table& t, backend_options& out) {
                        "a100-pcie, a10, l40s, l4, rtx4090, v100, t4; any other name with "
                        "--sim-tdp.",
                        "h100-sxm", [&out](const std::string& v) { out.sim.model = v; }));
-  sim.push_back(t.count("sim-gpus", "N", "Number of simulated GPUs, 1 to 1024.", "8", 1, 1024,
+  sim.push_back(t.count("sim-gpus", "N", "Number of simulated GPUs.", "8", 1, 1024,
                         "a number of GPUs",
                         [&out](std::uint64_t n) { out.sim.gpus = static_cast<unsigned>(n); }));
   sim.push_back(t.text("sim-profile", 0, "PROFILE",

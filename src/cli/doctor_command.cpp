@@ -37,8 +37,8 @@ class doctor_command final : public options::command {
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);
     declare_components(t, s_.backend.components,
-                       "gpu, plus cpu and dram where RAPL can be read (the report says what "
-                       "cannot, and why)");
+                       "gpu, plus cpu and dram where RAPL can be read; the report says what "
+                       "cannot, and why");
   }
   int run(std::vector<std::string>) override { return session::check(s_); }
 

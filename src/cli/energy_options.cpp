@@ -16,7 +16,7 @@ void declare_carbon(options::option_table& t, carbon::settings& out) {
   t.number("pue", "X",
            "Power usage effectiveness of the facility: the measured energy times X is what the "
            "grid delivered (cooling, power conversion).",
-           "1.0 (the measured devices only)", 1.0, 5.0,
+           "1.0: the measured devices only", 1.0, 5.0,
            "a power usage effectiveness from 1.0 to 5.0, e.g. 1.2",
            [&out](double v, const std::string& text) {
              out.pue = v;

@@ -91,8 +91,8 @@ void declare_measure(options::option_table& t, measure_options& out) {
   declare_exports(t, s.exports);
   declare_sim(t, s.backend);
   declare_components(t, s.backend.components,
-                     "gpu, plus cpu and dram where RAPL can be read (what cannot is said in the "
-                     "summary)");
+                     "gpu, plus cpu and dram where RAPL can be read; what cannot is said in the "
+                     "summary");
   declare_carbon(t, out.carbon);
 }
 

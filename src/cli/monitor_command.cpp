@@ -14,10 +14,15 @@ constexpr options::command_text kText{
     "counter where it has one), utilisation, SM and tensor activity (Hopper and newer), memory, "
     "temperatures, clocks, PCIe, the active clock-event (throttle) reasons, health flags and a "
     "sparkline of the last minute of power; the node's total power and energy; the processes on "
-    "the GPUs. q (or Ctrl-C) quits, Ctrl-Z suspends; the terminal is restored on every way out, "
-    "signals included. A taller terminal shows more per GPU. When the driver stops answering, a "
-    "line says how old the readings are; quitting does not wait for it.\n"
-    "When the output is not a terminal (or with --plain), one line per device per interval, "
+    "the GPUs. Keys: ? help, q (or Ctrl-C) quits, Ctrl-Z suspends, v the next view (processes "
+    "with their share of each GPU's energy, graphs of the last 5 minutes), s sorts by index, "
+    "power, utilisation, memory or temperature, r reverses, p (or space) pauses the screen while "
+    "readings go on, the arrows or 1-9 show one GPU in detail, Esc or 0 all again. The terminal "
+    "is restored on every way out, signals included. A taller terminal shows more per GPU. When "
+    "the driver stops answering, a line says how old the readings are; quitting does not wait "
+    "for it.\n"
+    "When the output is not a terminal, TERM is dumb, or with --plain: one line per device per "
+    "interval, "
     "like nvidia-smi dmon: time, age of the readings (s), device, power and limit (W), energy "
     "since start (J), utilisation, SM activity and memory bandwidth (%), temperatures (°C), "
     "clocks (MHz), PCIe generation and width, clock-event reasons and health findings; '-' marks "
@@ -55,8 +60,8 @@ class monitor_command final : public options::command {
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);
     declare_components(t, s_.backend.components,
-                       "gpu, plus cpu and dram where RAPL can be read (counters that cannot be "
-                       "read are named on stderr, with the fix)");
+                       "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
+                       "read are named on stderr, with the fix");
   }
   int run(std::vector<std::string>) override { return session::show_monitor(s_); }
 

@@ -83,8 +83,8 @@ void serve_command::declare(options::option_table& t) {
   declare_backend(t, s_.backend);
   declare_sim(t, s_.backend);
   declare_components(t, s_.backend.components,
-                     "gpu, plus cpu and dram where RAPL can be read (what cannot is said in the "
-                     "summary)");
+                     "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
+                     "read are named on stderr, with the fix");
   declare_carbon(t, carbon_);
 }
 

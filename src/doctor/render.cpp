@@ -8,6 +8,7 @@
 #include "doctor/report.hpp"
 #include "text/escape.hpp"
 #include "util/json_writer.hpp"
+#include "util/strings.hpp"
 
 #ifndef JOULES_VERSION
 #define JOULES_VERSION "unknown"
@@ -80,19 +81,54 @@ std::string ms_text(double s) {
   return s < 0.01 ? fmt::format("{:.2f} ms", s * 1e3) : fmt::format("{:.0f} ms", s * 1e3);
 }
 
+// A GPU's labelled line, "    readings    TEXT", its text wrapped under itself within `width`.
+constexpr std::size_t kTextColumn = 16;
+void labelled(std::string& out, std::string_view label, std::string_view text, std::size_t width) {
+  fmt::format_to(std::back_inserter(out), "    {:<{}}{}\n", label, kTextColumn - 4,
+                 wrap_words(text, kTextColumn, kTextColumn, width));
+}
+
+// `items` parted by `sep`, as many to a line as fit in `width`, the lines after the first
+// starting after `indent` spaces; an item is never cut ("cuda:3 = GPU 3").
+std::string joined_within(const std::vector<std::string>& items, std::string_view sep,
+                          std::size_t indent, std::size_t width) {
+  std::string out;
+  std::size_t col = indent;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::size_t w = items[i].size();
+    if (i > 0 && col + sep.size() + w > width) {
+      out += "\n" + std::string(indent, ' ');
+      col = indent;
+    } else if (i > 0) {
+      out += sep;
+      col += sep.size();
+    }
+    out += items[i];
+    col += w;
+  }
+  return out;
+}
+
 std::string yes_no(const std::optional<bool>& b) {
   if (!b) return "unknown";
   return *b ? "yes" : "no";
 }
 
-void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color) {
+void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color,
+              std::size_t width) {
   const device_info& d = g.info;
-  fmt::format_to(
-      std::back_inserter(out), "  {}  {}{}  {}  {}{}\n",
-      paint(color, fmt::format("GPU {}", d.index), "1"), shown(d.name),
-      d.architecture.empty() ? "" : fmt::format(" ({})", shown(d.architecture)), shown(d.uuid),
-      shown(d.pci_bus_id),
+  // The name, then its identifiers on the same line when they fit, else under the name.
+  const std::string title =
+      fmt::format("GPU {}  {}{}", d.index, shown(d.name),
+                  d.architecture.empty() ? "" : fmt::format(" ({})", shown(d.architecture)));
+  const std::string ids = fmt::format(
+      "{}  {}{}", shown(d.uuid), shown(d.pci_bus_id),
       g.cuda_index ? fmt::format("  CUDA {}", *g.cuda_index) : std::string("  no CUDA index"));
+  const bool one_line = 2 + title.size() + 2 + ids.size() <= width;
+  fmt::format_to(std::back_inserter(out), "  {}{}{}\n",
+                 paint(color, fmt::format("GPU {}", d.index), "1"),
+                 title.substr(fmt::format("GPU {}", d.index).size()),
+                 one_line ? "  " + ids : "\n" + std::string(kTextColumn - 7, ' ') + ids);
   std::string now;
   if (g.reading.status == read_status::lost) {
     now = paint(color, "lost", "31");
@@ -100,8 +136,10 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
     now = fmt::format("{:.0f} W now", g.reading.power->value);
   }
   if (g.read_s) now += fmt::format("{}read in {}", now.empty() ? "" : ", ", ms_text(*g.read_s));
-  fmt::format_to(std::back_inserter(out), "    energy      {} · power {}{}\n", method_text(d),
-                 power_source_text(d), now.empty() ? "" : " · " + now);
+  labelled(out, "energy",
+           fmt::format("{} · power {}{}", method_text(d), power_source_text(d),
+                       now.empty() ? "" : " · " + now),
+           width);
   if (g.caps.gpm || g.caps.mig_enabled || g.caps.compute_capability_major) {
     std::string cc;
     if (g.caps.compute_capability_major) {
@@ -138,10 +176,9 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
     health = g.not_checked.empty() ? "not read" : "not checked: " + g.not_checked;
     if (!flags.empty()) health += " · " + flags;
   }
-  fmt::format_to(std::back_inserter(out), "    health      {}\n", health);
+  labelled(out, "health", health, width);
   if (!g.caps.health_readings.empty()) {
-    fmt::format_to(std::back_inserter(out), "    readings    {}\n",
-                   fmt::join(g.caps.health_readings, ", "));
+    labelled(out, "readings", fmt::format("{}", fmt::join(g.caps.health_readings, ", ")), width);
   }
 }
 
@@ -160,10 +197,10 @@ std::optional<double> value_of(const std::optional<joules::watts>& w) {
 
 }  // namespace
 
-std::string render_text(const report& r, bool color) {
+std::string render_text(const report& r, bool color, std::size_t width) {
   std::string out;
   fmt::format_to(std::back_inserter(out), "{}  {}  ·  joules {}\n\n",
-                 paint(color, "joules doctor", "1"), r.hostname, JOULES_VERSION);
+                 paint(color, "joules doctor", "1"), shown(r.hostname), JOULES_VERSION);
   out += paint(color, r.meta.backend == "sim" ? "Backend" : "NVML", "1") + "\n";
   if (!r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "  {}\n", paint(color, shown(r.backend_error), "31"));
@@ -175,35 +212,45 @@ std::string render_text(const report& r, bool color) {
                    r.meta.driver_version.empty() ? "unknown" : shown(r.meta.driver_version),
                    r.meta.symbols_found, r.meta.symbols_known);
   } else {
-    fmt::format_to(std::back_inserter(out), "  {} · {}\n", r.meta.backend, r.meta.library_version);
+    fmt::format_to(std::back_inserter(out), "  {} · {}\n", shown(r.meta.backend),
+                   shown(r.meta.library_version));
   }
   for (const auto& n : r.notices)
     fmt::format_to(std::back_inserter(out), "  {}\n", shown(n));
 
   if (r.backend_ok) {
     fmt::format_to(std::back_inserter(out), "\n{} ({} checked: {})\n", paint(color, "GPUs", "1"),
-                   r.gpus.size(), r.scope);
+                   r.gpus.size(), shown(r.scope));
     for (const auto& g : r.gpus)
-      gpu_text(out, r, g, color);
+      gpu_text(out, r, g, color, width);
     fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CUDA devices", "1"));
-    fmt::format_to(std::back_inserter(out), "  CUDA_DEVICE_ORDER={}{} · CUDA_VISIBLE_DEVICES={}\n",
-                   r.cuda.order, r.cuda.order_from_env ? "" : " (the default)",
-                   r.cuda.visible ? fmt::format("'{}'", *r.cuda.visible) : std::string("unset"));
+    fmt::format_to(
+        std::back_inserter(out), "  {}\n",
+        joined_within({fmt::format("CUDA_DEVICE_ORDER={}{}", r.cuda.order,
+                                   r.cuda.order_from_env ? "" : " (the default)"),
+                       fmt::format("CUDA_VISIBLE_DEVICES={}",
+                                   r.cuda.visible ? fmt::format("'{}'", shown(*r.cuda.visible))
+                                                  : std::string("unset"))},
+                      " · ", 2, width));
     std::vector<std::string> pairs;
     for (const auto& e : r.cuda.devices)
       pairs.push_back(fmt::format("cuda:{} = GPU {}", e.cuda_index, e.nvml_index));
-    fmt::format_to(std::back_inserter(out), "  {}{}\n",
-                   pairs.empty() ? "CUDA sees no GPU" : fmt::format("{}", fmt::join(pairs, " · ")),
-                   r.cuda.certain ? "" : "  (assumed: see the findings)");
+    if (pairs.empty()) pairs.emplace_back("CUDA sees no GPU");
+    if (!r.cuda.certain) pairs.back() += "  (assumed: see the findings)";
+    fmt::format_to(std::back_inserter(out), "  {}\n", joined_within(pairs, " · ", 2, width));
   }
 
   if (!r.host_devices.empty() || !r.components.empty()) {
     fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "CPU and DRAM (RAPL)", "1"));
     for (const auto& c : r.components) {
-      fmt::format_to(std::back_inserter(out), "  {:<5} {} · {}\n", to_string(c.kind),
-                     c.method == energy_method::none ? "not measured" : to_string(c.method),
-                     c.detail);
-      if (!c.fix.empty()) fmt::format_to(std::back_inserter(out), "        fix: {}\n", c.fix);
+      fmt::format_to(std::back_inserter(out), "  {:<5} {}\n", to_string(c.kind),
+                     wrap_words(fmt::format("{} · {}",
+                                            c.method == energy_method::none ? "not measured"
+                                                                            : to_string(c.method),
+                                            shown(c.detail)),
+                                8, 8, width));
+      if (!c.fix.empty())
+        fmt::format_to(std::back_inserter(out), "        fix: {}\n", shown(c.fix));
     }
     for (const auto& d : r.host_devices)
       fmt::format_to(std::back_inserter(out), "  {:<5} {} ({})\n", to_string(d.kind), shown(d.name),
@@ -212,18 +259,20 @@ std::string render_text(const report& r, bool color) {
     // surprise.
     for (const auto& c : r.components) {
       for (const auto& z : c.left_out)
-        fmt::format_to(std::back_inserter(out), "  left out  {}\n", z);
+        fmt::format_to(std::back_inserter(out), "  left out  {}\n", shown(z));
     }
   }
 
   fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "Findings", "1"));
   if (r.findings.empty()) out += "  none\n";
   for (const auto& f : r.findings) {
+    // The message wrapped under itself; a fix stays on one line, as a command to copy.
     fmt::format_to(
         std::back_inserter(out), "  {}  {}\n",
         paint(color, fmt::format("{:<8}", health::to_string(f.level)), severity_color(f.level)),
-        f.message);
-    if (!f.fix.empty()) fmt::format_to(std::back_inserter(out), "            fix: {}\n", f.fix);
+        wrap_words(shown(f.message), 12, 12, width));
+    if (!f.fix.empty())
+      fmt::format_to(std::back_inserter(out), "            fix: {}\n", shown(f.fix));
   }
   fmt::format_to(std::back_inserter(out), "\nStatus: {} (exit {})\n",
                  health::status_name(r.exit_status), r.exit_status);

@@ -58,8 +58,9 @@ std::vector<health::finding> measurement_findings(const gpu_report& g);
 // most severe first, and the exit status.
 void conclude(report& r);
 
-// For people: sections, then the findings with their fixes, then the status.
-std::string render_text(const report& r, bool color);
+// For people: sections, then the findings with their fixes, then the status; long lines wrapped
+// within `width` columns, except the fixes (commands to copy whole).
+std::string render_text(const report& r, bool color, std::size_t width = 80);
 // For machines: one JSON object on one line (docs/monitor-doctor.md).
 std::string render_json(const report& r);
 

@@ -156,4 +156,24 @@ std::vector<window_result> accounting::take_finished() {
   return out;
 }
 
+void join_window(window_result& run, const window_result& w) {
+  run.start_t = std::min(run.start_t, w.start_t);
+  run.end_t = std::max(run.end_t, w.end_t);
+  run.energy_uj += w.energy_uj;
+  run.ticks += w.ticks;
+  if (w.peak_power_w && (!run.peak_power_w || *w.peak_power_w > *run.peak_power_w))
+    run.peak_power_w = w.peak_power_w;
+  for (std::size_t d = 0; d < run.devices.size() && d < w.devices.size(); ++d) {
+    device_window& a = run.devices[d];
+    const device_window& b = w.devices[d];
+    if (b.energy_uj) a.energy_uj = a.energy_uj.value_or(0) + *b.energy_uj;
+    if (b.peak_power_w && (!a.peak_power_w || *b.peak_power_w > *a.peak_power_w))
+      a.peak_power_w = b.peak_power_w;
+    if (a.method != b.method && b.method != energy_method::none) {
+      a.method = a.method == energy_method::none ? b.method : energy_method::polled;
+    }
+    a.lost = a.lost || b.lost;
+  }
+}
+
 }  // namespace joules

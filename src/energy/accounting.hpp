@@ -49,6 +49,11 @@ struct window_result {
   double duration_s() const { return end_t - start_t; }
 };
 
+// Joins window `w` into `run` (a run is its windows together): energy, ticks and the span add
+// up, peaks are the highest, and a device measured two ways over the run (its counter stopped)
+// is reported as polled.
+void join_window(window_result& run, const window_result& w);
+
 class accounting {
  public:
   explicit accounting(const std::vector<device_info>& devices);

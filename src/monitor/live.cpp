@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <ctime>
+#include <iterator>
 #include <thread>
 #include <tuple>
 
@@ -18,13 +19,46 @@ std::string local_clock(std::time_t t) {
   return buf.data();
 }
 
+std::vector<std::optional<double>> energy_shares(const std::vector<gpu_process>& procs,
+                                                 bool utilization_known) {
+  std::vector<std::optional<double>> out(procs.size());
+  if (!utilization_known || procs.empty()) return out;
+  // Each pid once: a process with a compute and a graphics context is listed twice.
+  auto first = [&](std::size_t i) {
+    for (std::size_t j = 0; j < i; ++j) {
+      if (procs[j].pid == procs[i].pid) return false;
+    }
+    return true;
+  };
+  double total = 0.0;
+  std::size_t unique = 0;
+  for (std::size_t i = 0; i < procs.size(); ++i) {
+    if (!first(i)) continue;
+    total += std::max(0.0, procs[i].sm_util_percent.value_or(0.0));
+    ++unique;
+  }
+  for (std::size_t i = 0; i < procs.size(); ++i) {
+    const double sm = std::max(0.0, procs[i].sm_util_percent.value_or(0.0));
+    out[i] = total > 0.0 ? sm / total : 1.0 / static_cast<double>(unique);
+  }
+  return out;
+}
+
+frozen_model::frozen_model(const screen_model& m) : model_(m) {
+  for (auto& d : model_.gpus) {
+    if (d.power_history != nullptr) d.power_history = &copies_.emplace_back(*d.power_history);
+    if (d.util_history != nullptr) d.util_history = &copies_.emplace_back(*d.util_history);
+  }
+}
+
 live_model::live_model(const sampler& readings, std::vector<std::size_t> devices,
                        std::chrono::milliseconds interval, bool keys, std::string host)
     : readings_(readings),
       devices_(std::move(devices)),
-      histories_(
-          devices_.size(),
-          power_history(60.0, std::chrono::duration<double>(interval + kStaleSlack).count())),
+      power_(devices_.size(),
+             history(kHistorySpanS, std::chrono::duration<double>(interval + kStaleSlack).count())),
+      util_(power_),
+      last_energy_j_(devices_.size()),
       counter_energy_(devices_.size()),
       stale_after_(interval + kStaleSlack) {
   const backend_meta& meta = readings.hardware().meta();
@@ -70,7 +104,7 @@ const screen_model& live_model::update() {
   const auto& infos = readings_.hardware().devices();
   for (std::size_t k = 0; k < devices_.size() && k < snap->devices.size(); ++k) {
     const device_info& info = infos[devices_[k]];
-    device_view v{info, snap->devices[k], &histories_[k]};
+    device_view v{info, snap->devices[k], &power_[k], &util_[k]};
     sampler_snapshot::device& now_k = v.now;
     // Devices with a counter and no power reading (RAPL's CPU and DRAM): power from the
     // counter.  A lost device's energy stops; its power is unknown, not zero.
@@ -79,26 +113,64 @@ const screen_model& live_model::update() {
       counter_energy_[k].emplace_back(monotonic_seconds(snap->taken), *now_k.energy_j);
     }
     if (counter_only && !now_k.lost && !now_k.power_w) now_k.power_w = counter_power(k);
-    if (fresh) histories_[k].add(monotonic_seconds(snap->taken), now_k.power_w);
+    std::optional<double> used_j;  // since the previous new snapshot
+    if (fresh) {
+      const double t = monotonic_seconds(snap->taken);
+      power_[k].add(t, now_k.power_w);
+      std::optional<double> util;
+      if (now_k.health && now_k.health->gpu_util_percent) util = *now_k.health->gpu_util_percent;
+      util_[k].add(t, now_k.lost ? std::nullopt : util);
+      if (now_k.energy_j && last_energy_j_[k]) used_j = *now_k.energy_j - *last_energy_j_[k];
+      last_energy_j_[k] = now_k.energy_j;
+    }
     if (info.kind != device_kind::gpu) {
+      v.power_history = nullptr;
+      v.util_history = nullptr;
       model_.host_devices.push_back(std::move(v));
       continue;
     }
     if (now_k.health && now_k.health->processes_known) {
       model_.processes_known = true;
-      for (const auto& p : now_k.health->processes) {
-        const auto& who = names_.lookup(p.pid);
-        model_.processes.push_back(
-            {info.index, p.pid, who.user, who.command, p.used_memory_bytes, p.graphics});
-      }
+      add_processes(info, *now_k.health, v, used_j);
     }
     model_.gpus.push_back(std::move(v));
+  }
+  // Processes gone: their energy is forgotten (a pid may be reused by another process).
+  for (auto it = process_energy_j_.begin(); it != process_energy_j_.end();) {
+    const bool listed = std::any_of(
+        model_.processes.begin(), model_.processes.end(),
+        [&](const auto& p) { return p.gpu == it->first.first && p.pid == it->first.second; });
+    it = listed ? std::next(it) : process_energy_j_.erase(it);
   }
   std::sort(model_.processes.begin(), model_.processes.end(), [](const auto& a, const auto& b) {
     return std::tie(a.gpu, a.pid) < std::tie(b.gpu, b.pid);
   });
   names_.forget_unused();
   return model_;
+}
+
+void live_model::add_processes(const device_info& info, const health_reading& h,
+                               const device_view& v, std::optional<double> used_j) {
+  const auto shares = energy_shares(h.processes, h.process_utilization_known);
+  for (std::size_t i = 0; i < h.processes.size(); ++i) {
+    const gpu_process& p = h.processes[i];
+    const auto& who = names_.lookup(p.pid);
+    process_row row{info.index, p.pid, who.user, who.command, p.used_memory_bytes, p.graphics};
+    row.sm_util_percent = p.sm_util_percent;
+    row.share = shares[i];
+    if (shares[i]) {
+      if (v.now.power_w) row.power_w = *v.now.power_w * *shares[i];
+      // A pid listed twice is given its share once.
+      const auto key = std::make_pair(info.index, p.pid);
+      const auto before = h.processes.begin() + static_cast<std::ptrdiff_t>(i);
+      const bool first =
+          std::none_of(h.processes.begin(), before, [&](const auto& q) { return q.pid == p.pid; });
+      double& energy = process_energy_j_[key];
+      if (first && used_j && *used_j > 0.0) energy += *used_j * *shares[i];
+      row.energy_j = energy;
+    }
+    model_.processes.push_back(std::move(row));
+  }
 }
 
 void live_model::wait_for_health() const {

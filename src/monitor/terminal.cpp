@@ -21,9 +21,9 @@ namespace {
 constexpr std::string_view kEnter = "\x1b[?1049h\x1b[?25l\x1b[H\x1b[2J";  // alt screen, hide cursor
 constexpr std::string_view kLeave = "\x1b[0m\x1b[?25h\x1b[?1049l";  // show cursor, main screen
 
-constexpr char kCtrlC = 0x03;
-constexpr char kCtrlBackslash = 0x1c;
-constexpr char kCtrlZ = 0x1a;
+// How long the rest of an escape sequence may take to arrive (a slow SSH link can split one
+// between reads) before an ESC is taken for the Esc key, as vim's and htop's key delay.
+constexpr int kEscapeWaitMs = 25;
 
 sigset_t event_signals() {
   sigset_t set;
@@ -85,8 +85,8 @@ event_source::event event_source::wait(mono_time deadline) {
       signalfd_siginfo info{};
       if (read(signal_fd_, &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
         const auto sig = static_cast<int>(info.ssi_signo);
-        if (sig == SIGWINCH) return {kind::resize, sig};
-        return {kind::signal, sig};
+        if (sig == SIGWINCH) return {kind::resize, sig, {}};
+        return {kind::signal, sig, {}};
       }
     }
     if (keys_ && (fds[1].revents & (POLLIN | POLLHUP)) != 0) {
@@ -96,11 +96,16 @@ event_source::event event_source::wait(mono_time deadline) {
         keys_ = false;  // stdin closed: signals still end the loop
         continue;
       }
-      for (ssize_t i = 0; i < got; ++i) {
-        const char c = buf[i];
-        if (c == 'q' || c == 'Q' || c == kCtrlC || c == kCtrlBackslash) return {kind::quit_key, 0};
-        if (c == kCtrlZ) return {kind::suspend_key, 0};
+      std::string bytes(buf, static_cast<std::size_t>(got));
+      while (bytes.size() < 256 && incomplete_escape(bytes)) {
+        pollfd more{STDIN_FILENO, POLLIN, 0};
+        if (poll(&more, 1, kEscapeWaitMs) <= 0) break;
+        const ssize_t rest = read(STDIN_FILENO, buf, sizeof buf);
+        if (rest <= 0) break;
+        bytes.append(buf, static_cast<std::size_t>(rest));
       }
+      auto keys = decode_keys(bytes);
+      if (!keys.empty()) return {kind::keys, 0, std::move(keys)};
     }
   }
 }

@@ -22,6 +22,7 @@
 #include <string_view>
 #include <vector>
 
+#include "monitor/keys.hpp"
 #include "util/clock.hpp"
 
 namespace joules::monitor {
@@ -30,10 +31,11 @@ namespace joules::monitor {
 // and keys from stdin when it is a terminal.
 class event_source {
  public:
-  enum class kind { timeout, quit_key, suspend_key, resize, signal };
+  enum class kind { timeout, keys, resize, signal };
   struct event {
     kind what = kind::timeout;
-    int signal = 0;  // for kind::signal
+    int signal = 0;               // for kind::signal
+    std::vector<key_press> keys;  // for kind::keys: what one read brought, in order
   };
 
   explicit event_source(bool keys);
@@ -41,7 +43,7 @@ class event_source {
   event_source(const event_source&) = delete;
   event_source& operator=(const event_source&) = delete;
 
-  // Waits until `deadline` or the first event.  EINTR and other keys are absorbed.
+  // Waits until `deadline` or the first event.  EINTR and bytes that are no key are absorbed.
   event wait(mono_time deadline);
 
  private:
@@ -50,7 +52,9 @@ class event_source {
 };
 
 // The live view's terminal: the alternate screen, cursor hidden, stdin in raw mode.  Entered by
-// the constructor, left by the destructor (also during stack unwinding).
+// the constructor, left by the destructor (also during stack unwinding).  Nothing beyond what
+// htop and btop use: the alternate screen, cursor movement, erase, SGR colours, so that it works
+// in tmux, screen and over SSH.
 class screen_session {
  public:
   screen_session();

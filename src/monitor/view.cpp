@@ -344,7 +344,8 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
             } else {
               w.value(p.command);
             }
-            w.field("used_memory_bytes", p.memory_bytes).field("graphics", p.graphics).end_object();
+            w.field("used_memory_bytes", p.memory_bytes).field("graphics", p.graphics);
+            w.field("sm_util_percent", rounded(p.sm_util_percent, 1)).end_object();
           }
           w.end_array();
         } else {

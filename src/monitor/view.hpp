@@ -1,8 +1,9 @@
 #pragma once
 // What `joules monitor` shows, and the three ways it shows it: the full-screen view (a terminal),
 // one plain line per device per interval (a pipe, like `nvidia-smi dmon`), and JSONL samples
-// (--json).  Pure: the model is filled from sampler snapshots by monitor_command.cpp and
-// rendered here into strings, so the screen can be unit-tested without a terminal.
+// (--json).  Pure: the model is filled from sampler snapshots by live.cpp and rendered here into
+// strings, so the screen can be unit-tested (and its frames kept as golden files) without a
+// terminal.
 
 #include <cstddef>
 #include <cstdint>
@@ -12,7 +13,8 @@
 #include <vector>
 
 #include "backends/backend.hpp"
-#include "monitor/power_history.hpp"
+#include "monitor/history.hpp"
+#include "monitor/keys.hpp"
 #include "sampler/sampler.hpp"
 
 namespace joules::monitor {
@@ -24,22 +26,30 @@ struct process_row {
   std::string command;  // empty: unknown
   std::optional<std::uint64_t> memory_bytes;
   bool graphics = false;
+  // From NVML's per-process utilisation, where the GPU reports it (docs/monitor-doctor.md):
+  // its SM utilisation, its share of the GPU's energy (0-1), that share of the GPU's power now,
+  // and the energy it was given since the monitor first saw it.
+  std::optional<double> sm_util_percent = {};
+  std::optional<double> share = {};
+  std::optional<double> power_w = {};
+  std::optional<double> energy_j = {};
 };
 
 struct device_view {
   device_info info;
   sampler_snapshot::device now;            // power, energy since start, health, lost
-  const power_history* history = nullptr;  // GPUs only
+  const history* power_history = nullptr;  // GPUs only
+  const history* util_history = nullptr;   // GPUs only: utilisation, %
 };
 
 struct screen_model {
   std::string host;
   std::string source;  // "nvml, driver 570.86.15" / "sim: ..." (simulated)
   std::string clock;   // local wall-clock time, "12:04:05"
-  double now_s = 0.0;  // monotonic seconds: the right edge of the sparklines
+  double now_s = 0.0;  // monotonic seconds: the right edge of the sparklines and graphs
   double interval_s = 0.5;
   double elapsed_s = 0.0;  // since the monitor started
-  bool keys = true;        // q quits (stdin is a terminal)
+  bool keys = true;        // keys are read (stdin is a terminal): the footer lists them
   // Age of the readings shown (since the sampler published them), and whether that is too old
   // for the interval: the sampler is stuck in a driver call that does not return.
   std::optional<double> readings_age_s;
@@ -52,9 +62,21 @@ struct screen_model {
 };
 
 // The full-screen view: at most `height` lines, each at most `width` cells, with ANSI colours
-// when `color`.  Shows one block per GPU, as detailed as the height allows (7 lines, 3 or 1).
+// when `color`.  Shows one block per GPU, as detailed as the height allows (10 lines, 4, 3 or 1),
+// in the order of m.gpus.
 std::vector<std::string> render_screen(const screen_model& m, std::size_t width, std::size_t height,
                                        bool color);
+
+// The live view as `ui` asks for it: the overview (its GPUs in ui's sort order), the processes
+// or the graphs, or one GPU in detail; "paused" in the title while ui.paused; the keys on the
+// last line when m.keys; the help overlay on top.  Exactly `height` lines or fewer.
+std::vector<std::string> render_frame(const screen_model& m, const ui_state& ui, std::size_t width,
+                                      std::size_t height, bool color);
+
+// The order the GPUs of `m` are shown in (positions in m.gpus) under ui's sort: by index, or by
+// power, utilisation, memory in use or temperature, highest first (ui.reverse: lowest first);
+// unknown values last, ties by index.
+std::vector<std::size_t> gpu_order(const screen_model& m, const ui_state& ui);
 
 // Plain mode: the header (starts with '#'), then one line per device per interval; `age_s` is
 // the age of the readings (screen_model::readings_age_s).  While the readings are stale, a

@@ -398,6 +398,19 @@ run_summary summarise(const run_context& ctx, const run_outcome& out) {
   return sum;
 }
 
+run_summary summarise(const run_context& ctx, const run_outcome& out,
+                      const std::vector<summary_part>& extra) {
+  run_summary sum = summarise(ctx, out);
+  sum.parts.insert(sum.parts.end(), extra.begin(), extra.end());
+  const auto footprint = carbon::assess(ctx.carbon, to_joules(out.window.energy_uj).value);
+  for (auto& [label, text] : carbon::summary_pieces(footprint)) {
+    // "no CO2e: why" reads "CO2e  none: why" in the block.
+    const bool none = text.starts_with("no CO2e: ");
+    sum.parts.push_back({label, text, "", none ? "none: " + text.substr(9) : std::string()});
+  }
+  return sum;
+}
+
 std::string summary_line(const run_context& ctx, const run_outcome& out) {
   return summarise(ctx, out).line();
 }

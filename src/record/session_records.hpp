@@ -107,6 +107,10 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out);
 // ended, what degraded the measurement and what was not measured.  Callers add their parts
 // (steps, carbon) before printing.
 run_summary summarise(const run_context& ctx, const run_outcome& out);
+// The whole summary people read when a run ends: summarise(), then `extra` (wrap's steps), then
+// the run's kWh, CO2e and cost from ctx.carbon (or why there is no CO2e).
+run_summary summarise(const run_context& ctx, const run_outcome& out,
+                      const std::vector<summary_part>& extra);
 // summarise(...).line().
 std::string summary_line(const run_context& ctx, const run_outcome& out);
 

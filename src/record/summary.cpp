@@ -1,6 +1,7 @@
 #include "record/summary.hpp"
 
 #include <algorithm>
+#include <string>
 
 #include "util/strings.hpp"
 
@@ -13,25 +14,10 @@ std::size_t columns(std::string_view s) {
       s.begin(), s.end(), [](char c) { return (static_cast<unsigned char>(c) & 0xC0U) != 0x80U; }));
 }
 
-// `text` in lines of at most `width` columns, each but the first starting with `indent` spaces.
+// `text` in lines of at most `width` columns, each but the first starting with `indent` spaces
+// (the first goes on from `indent` too: the block's margin is already there).
 void wrap_into(std::string& out, std::string_view text, std::size_t indent, std::size_t width) {
-  std::size_t col = indent;
-  bool first = true;
-  for (const auto& word : split(text, ' ')) {
-    if (word.empty()) continue;
-    const std::size_t w = columns(word);
-    if (!first && col + 1 + w > width) {
-      out += '\n';
-      out.append(indent, ' ');
-      col = indent;
-    } else if (!first) {
-      out += ' ';
-      ++col;
-    }
-    out += word;
-    col += w;
-    first = false;
-  }
+  out += wrap_words(text, indent, indent, width);
 }
 
 }  // namespace

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 
+#include "doctor/examine.hpp"
 #include "doctor/report.hpp"
 #include "sampler/sampler.hpp"
 #include "session/device_choice.hpp"
@@ -24,51 +25,8 @@ std::optional<std::string> env(const char* name) {
   return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
 }
 
-// Everything doctor asks the hardware, on the sampler thread.  Each GPU's first reading is
-// timed: a slow driver (doctor::kSlowReadS) is reported, and its GPU is not asked the tens of
-// health and capability questions that would make doctor take seconds per GPU; neither are the
-// GPUs left once doctor::kExamineBudgetS has gone.
-std::vector<doctor::gpu_report> examine(backend& b, const std::vector<std::size_t>& chosen) {
-  using seconds_d = std::chrono::duration<double>;
-  const mono_time began = steady::now();
-  std::vector<doctor::gpu_report> out;
-  for (std::size_t i : chosen) {
-    doctor::gpu_report g;
-    g.info = b.devices()[i];
-    mono_time t0 = steady::now();
-    g.reading = b.read(i, read_what::all);
-    double took = seconds_d(steady::now() - t0).count();
-    if (took > doctor::kSlowReadS && g.reading.status != read_status::lost) {
-      // Once more: one slow read may be this machine's load, not the driver.
-      t0 = steady::now();
-      g.reading = b.read(i, read_what::all);
-      took = std::min(took, seconds_d(steady::now() - t0).count());
-    }
-    g.read_s = took;
-    if (g.reading.status != read_status::lost) {
-      if (took > doctor::kSlowReadS) {
-        g.not_checked = "the driver is too slow";
-      } else if (seconds_d(steady::now() - began).count() > doctor::kExamineBudgetS) {
-        g.not_checked = fmt::format("doctor had spent its {:.0f} s on the GPUs before it",
-                                    doctor::kExamineBudgetS);
-      } else {
-        g.health = b.read_health(i);
-        g.caps = b.probe_capabilities(i);
-      }
-    }
-    out.push_back(std::move(g));
-  }
-  return out;
-}
-
 void fill(doctor::report& r, sampler& readings, const std::optional<std::string>& gpus_option) {
-  const backend& hw = readings.hardware();
-  r.meta = hw.meta();
-  r.notices = hw.notices();
-  r.components = hw.components();
-  for (const device_info& d : hw.devices()) {
-    if (d.kind != device_kind::gpu) r.host_devices.push_back(d);
-  }
+  doctor::describe(r, readings.hardware());
   const device_choice choice = choose_devices(readings, gpus_option);
   std::vector<std::size_t> chosen;
   if (!choice.gpus.empty()) {
@@ -77,7 +35,9 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
     for (std::size_t k : scope.devices)
       chosen.push_back(choice.gpu_index[k]);
   }
-  r.gpus = readings.on_thread([&](backend& b) { return examine(b, chosen); });
+  // Every question on the sampler thread, the only one that calls the driver.
+  r.gpus = readings.on_thread(
+      [&](backend& b) { return doctor::examine(b, chosen, [] { return steady::now(); }); });
   r.cuda = doctor::map_cuda(choice.gpus, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
                             mig_parents_of(readings));
   for (auto& g : r.gpus) {
@@ -104,8 +64,11 @@ int check(const doctor_settings& s) {
   }
   if (readings) fill(r, *readings, s.gpus);
   doctor::conclude(r);
+  // At the terminal's width, else 80 (a pipe, a log), as --help.
+  const term::capabilities cap = term::of(STDOUT_FILENO);
+  const std::size_t width = cap.tty ? std::clamp<std::size_t>(cap.columns, 60, 160) : 80;
   const std::string out =
-      s.json ? doctor::render_json(r) : doctor::render_text(r, term::of(STDOUT_FILENO).color);
+      s.json ? doctor::render_json(r) : doctor::render_text(r, cap.color, width);
   std::fputs(out.c_str(), stdout);
   std::fflush(stdout);
   return r.exit_status;

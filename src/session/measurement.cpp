@@ -173,14 +173,7 @@ void measurement::start() {
 
 void measurement::print_summary(const run_outcome& out,
                                 const std::vector<summary_part>& extra) const {
-  run_summary sum = summarise(ctx_, out);
-  sum.parts.insert(sum.parts.end(), extra.begin(), extra.end());
-  const auto footprint = carbon::assess(ctx_.carbon, to_joules(out.window.energy_uj).value);
-  for (auto& [label, text] : carbon::summary_pieces(footprint)) {
-    // "no CO2e: why" reads "CO2e  none: why" in the block.
-    const bool none = text.starts_with("no CO2e: ");
-    sum.parts.push_back({label, text, "", none ? "none: " + text.substr(9) : std::string()});
-  }
+  const run_summary sum = summarise(ctx_, out, extra);
   const term::capabilities err = term::of(STDERR_FILENO);
   using form = measure_settings::summary_form;
   const bool block =
@@ -242,25 +235,7 @@ void measurement::add_window(const window_result& w) {
     run_ = w;
     return;
   }
-  window_result& r = *run_;
-  r.start_t = std::min(r.start_t, w.start_t);
-  r.end_t = std::max(r.end_t, w.end_t);
-  r.energy_uj += w.energy_uj;
-  r.ticks += w.ticks;
-  if (w.peak_power_w && (!r.peak_power_w || *w.peak_power_w > *r.peak_power_w))
-    r.peak_power_w = w.peak_power_w;
-  for (std::size_t d = 0; d < r.devices.size() && d < w.devices.size(); ++d) {
-    device_window& a = r.devices[d];
-    const device_window& b = w.devices[d];
-    if (b.energy_uj) a.energy_uj = a.energy_uj.value_or(0) + *b.energy_uj;
-    if (b.peak_power_w && (!a.peak_power_w || *b.peak_power_w > *a.peak_power_w))
-      a.peak_power_w = b.peak_power_w;
-    // A device measured two ways over the run (its counter stopped) is reported as polled.
-    if (a.method != b.method && b.method != energy_method::none) {
-      a.method = a.method == energy_method::none ? b.method : energy_method::polled;
-    }
-    a.lost = a.lost || b.lost;
-  }
+  join_window(*run_, w);
 }
 
 int measurement::finish(const interval_end& end, const std::string& extra_json,

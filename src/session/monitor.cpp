@@ -70,6 +70,15 @@ int show_once(monitor::event_source& events, monitor::live_model& state, output_
   return 0;
 }
 
+// The NVML indices of the GPUs shown, in index order: what ← → and 1-9 step through.
+std::vector<unsigned> gpu_indices(const monitor::screen_model& m) {
+  std::vector<unsigned> out;
+  for (const auto& d : m.gpus)
+    out.push_back(d.info.index);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 // The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
 // status; the terminal is restored when it returns (or throws).
 int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
@@ -81,14 +90,19 @@ int show_live(monitor::event_source& events, monitor::live_model& state, output_
   if (mode == output_mode::plain && !monitor::write_stdout(monitor::plain_header())) return 0;
   bool clear = true;
   monitor::terminal_size size = monitor::size_of_stdout();
+  monitor::ui_state ui;
+  // While paused, the screen shows this copy; readings (and the histories) go on underneath.
+  std::optional<monitor::frozen_model> frozen;
   auto draw = [&] {
-    screen->draw(monitor::render_screen(state.update(), size.columns, size.lines, color), clear);
+    const monitor::screen_model& live = state.update();
+    const monitor::screen_model& shown = frozen ? frozen->model() : live;
+    screen->draw(monitor::render_frame(shown, ui, size.columns, size.lines, color), clear);
     clear = false;
   };
   if (screen) draw();
   mono_time next = start + interval + lag;
   while (true) {
-    const auto ev = events.wait(next);
+    auto ev = events.wait(next);
     using kind = monitor::event_source::kind;
     switch (ev.what) {
       case kind::timeout: {
@@ -111,16 +125,33 @@ int show_live(monitor::event_source& events, monitor::live_model& state, output_
           draw();
         }
         break;
-      case kind::suspend_key:
-        if (screen) {
-          screen->suspend();
-          size = monitor::size_of_stdout();
-          clear = true;
-          draw();
+      case kind::keys: {
+        bool redraw = false;
+        for (const auto& k : ev.keys) {
+          const bool was_paused = ui.paused;
+          switch (monitor::apply(ui, k, gpu_indices(state.update()))) {
+            case monitor::key_effect::quit:
+              return 0;
+            case monitor::key_effect::suspend:
+              if (screen) {
+                screen->suspend();
+                size = monitor::size_of_stdout();
+                clear = true;
+                redraw = true;
+              }
+              break;
+            case monitor::key_effect::redraw:
+              redraw = true;
+              break;
+            case monitor::key_effect::none:
+              break;
+          }
+          if (ui.paused && !was_paused) frozen.emplace(state.update());
+          if (!ui.paused) frozen.reset();
         }
+        if (screen && redraw) draw();
         break;
-      case kind::quit_key:
-        return 0;
+      }
       case kind::signal:
         return 128 + ev.signal;
     }
@@ -155,7 +186,8 @@ int show_monitor(const monitor_settings& s) {
   output_mode mode = output_mode::screen;
   if (s.json) {
     mode = output_mode::json;
-  } else if (s.plain || !out.tty) {
+  } else if (s.plain || !out.cursor) {
+    // A pipe, a file, or TERM=dumb (a terminal that moves no cursor): one line per device.
     mode = output_mode::plain;
   }
   const bool color = out.color;

@@ -1,7 +1,9 @@
 #pragma once
 // What a stream joules writes to can show: whether it is a terminal, whether colour is wanted
-// there, and how wide it is.  The one place these are decided, so that every subcommand agrees:
-// colour only on a terminal, never with NO_COLOR set (https://no-color.org) or TERM=dumb.
+// there, whether it moves its cursor, and how wide it is.  The one place these are decided, so
+// that every subcommand agrees: colour only on a terminal, never with NO_COLOR set
+// (https://no-color.org) or TERM=dumb; no full-screen view on TERM=dumb, a terminal that
+// understands no escape sequence at all.
 
 #include <cstddef>
 
@@ -10,6 +12,7 @@ namespace joules::term {
 struct capabilities {
   bool tty = false;
   bool color = false;
+  bool cursor = false;       // a terminal that moves its cursor: not TERM=dumb
   std::size_t columns = 80;  // the terminal's width; COLUMNS, else 80, when not a terminal
   std::size_t lines = 24;
 };
@@ -19,5 +22,7 @@ capabilities of(int fd);
 
 // Whether the environment asks for no colour (NO_COLOR set and not empty, or TERM=dumb).
 bool color_refused();
+// TERM=dumb: the terminal understands no escape sequence.
+bool dumb_terminal();
 
 }  // namespace joules::term

@@ -35,6 +35,14 @@ void append_json_escaped(std::string& out, std::string_view s) {
       if (n == 0) {
         out += text::kReplacementChar;
         ++i;
+      } else if (n == 2 && c == 0xC2 && static_cast<unsigned char>(s[i + 1]) < 0xA0) {
+        // A C1 control (U+0080..U+009F, CSI among them) as \u00XX: JSON that is printed on a
+        // terminal (`monitor --json`, `doctor --json`) never reaches it as a control.
+        const auto c1 = static_cast<unsigned char>(s[i + 1]);
+        out += "\\u00";
+        out += kHex[c1 >> 4U];
+        out += kHex[c1 & 0xFU];
+        i += 2;
       } else {
         out.append(s.substr(i, n));
         i += n;

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cmath>
 
@@ -51,6 +53,66 @@ std::string format_joules(double j) {
   if (a >= 10.0) return fmt::format("{:.1f} J", j);
   if (a >= 0.1) return fmt::format("{:.2f} J", j);
   return fmt::format("{:.3g} J", j);
+}
+
+namespace {
+
+std::size_t code_points(std::string_view s) {
+  std::size_t n = 0;
+  for (const char c : s)
+    n += (static_cast<unsigned char>(c) & 0xC0U) != 0x80U ? 1U : 0U;
+  return n;
+}
+
+// A number's unit ("J/token", "W,", "g", "%", "°C"): the word after a number that a line must not
+// part from it, or "0.00793" ends one line and "J/token" starts the next.
+bool is_unit(std::string_view word) {
+  constexpr std::size_t kLongestUnit = 8;  // "J/token,"
+  if (word.empty() || word.size() > kLongestUnit) return false;
+  const auto c = static_cast<unsigned char>(word[0]);
+  return std::isalpha(c) != 0 || c == '%' || c >= 0x80;
+}
+
+}  // namespace
+
+std::string wrap_words(std::string_view text, std::size_t first, std::size_t indent,
+                       std::size_t width) {
+  // The words, a number with its unit and with a short word before it ("in 0.20 ms",
+  // "GPU 3:", "avg 2685 W") as one.
+  std::vector<std::string> words;
+  std::string last;  // the last word as it was in `text`
+  for (auto& word : split(text, ' ')) {
+    if (word.empty()) continue;
+    const bool after_number =
+        !last.empty() && std::isdigit(static_cast<unsigned char>(last.back())) != 0;
+    const bool number = std::isdigit(static_cast<unsigned char>(word.front())) != 0;
+    const bool short_word =
+        !last.empty() && last.size() <= 3 && std::all_of(last.begin(), last.end(), [](char c) {
+          return std::isalpha(static_cast<unsigned char>(c)) != 0;
+        });
+    if (!words.empty() && ((after_number && is_unit(word)) || (number && short_word))) {
+      words.back() += ' ' + word;
+    } else {
+      words.push_back(word);
+    }
+    last = std::move(word);
+  }
+  std::string out;
+  std::size_t col = first;
+  for (std::size_t i = 0; i < words.size(); ++i) {
+    const std::size_t w = code_points(words[i]);
+    if (i > 0 && col + 1 + w > width) {
+      out += '\n';
+      out.append(indent, ' ');
+      col = indent;
+    } else if (i > 0) {
+      out += ' ';
+      ++col;
+    }
+    out += words[i];
+    col += w;
+  }
+  return out;
 }
 
 }  // namespace joules

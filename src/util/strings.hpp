@@ -9,6 +9,13 @@
 
 namespace joules {
 
+// `text` broken into lines of at most `width` columns at its spaces: the first line goes on from
+// column `first` (what precedes it on its line), the others start after `indent` spaces.  A
+// number and the unit after it ("354 W", "0.00793 J/token") are never parted, and a word longer
+// than a line stays whole.  Columns are code points: for text without wide characters or colour.
+std::string wrap_words(std::string_view text, std::size_t first, std::size_t indent,
+                       std::size_t width);
+
 // Splits on `sep`; "a,,b" gives {"a", "", "b"} and "" gives {""}.
 std::vector<std::string> split(std::string_view s, char sep);
 

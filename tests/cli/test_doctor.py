@@ -281,7 +281,7 @@ def test_sim_backend_and_help():
     assert h.returncode == 0
     for part in ("Exit status: 0 healthy, 1 warnings, 2 unhealthy", "--json", "--gpus LIST",
                  "--backend NAME", "CUDA_DEVICE_ORDER", "a no-op",
-                 "(the report says what cannot, and why)"):
+                 "; the report says what cannot, and why"):
         assert part in words(h.stdout), part
     assert "summary" not in h.stdout
 

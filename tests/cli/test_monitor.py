@@ -288,7 +288,8 @@ def test_json_samples(tmp):
     assert d0["tensor_activity_percent"] == 61 and d0["gpu_util_percent"] == 97
     assert d0["processes"] == [{"pid": os.getpid(), "user": ME,
                                 "command": d0["processes"][0]["command"],
-                                "used_memory_bytes": 2 << 30, "graphics": False}]
+                                "used_memory_bytes": 2 << 30, "graphics": False,
+                                "sm_util_percent": 0}]  # listed, and ran no kernel
     assert d0["findings"] == []
     assert {f["code"] for f in d1["findings"]} == {"remap_pending", "sw_thermal_slowdown"}
     assert last["node"]["power_w"] == 470
@@ -346,7 +347,8 @@ def test_bad_options_and_help():
     h = joules("monitor", "--help")
     assert h.returncode == 0
     for part in ("--interval MS", "(default: 500)", "--once", "--json", "--plain", "--gpus LIST",
-                 "--backend NAME", "q (or Ctrl-C) quits", "nvidia-smi dmon",
+                 "--backend NAME", "q (or Ctrl-C) quits", "Ctrl-Z suspends", "v the next view",
+                 "s sorts by index", "p (or space) pauses", "Esc or 0 all again", "nvidia-smi dmon",
                  "named on stderr, with the fix"):
         assert part in words(h.stdout), part
     assert "summary" not in h.stdout

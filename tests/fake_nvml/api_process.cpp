@@ -118,6 +118,60 @@ extern "C" nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t de
   return processes_v3(fn::nvmlDeviceGetGraphicsRunningProcesses_v3, device, true, infoCount, infos);
 }
 
+// nvmlDeviceGetProcessUtilization: one sample per process that ran something (sm or memory
+// utilisation above 0), stamped with the call's wall-clock time in µs, only when newer than
+// lastSeenTimeStamp; NOT_FOUND when there is none (nvml.h:8488-8529, docs/nvml-notes.md §5.12).
+extern "C" nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device,
+                                                        nvmlProcessUtilizationSample_t* utilization,
+                                                        unsigned int* processSamplesCount,
+                                                        unsigned long long lastSeenTimeStamp) {
+  const device_call call(fn::nvmlDeviceGetProcessUtilization, device);
+  if (!call) return call.status();
+  if (processSamplesCount == nullptr) return kErrorInvalidArgument;
+  // "On MIG-enabled GPUs, querying process utilization is not currently supported."
+  if (call.gpu().mig_enabled || !call.gpu().process_utilization) return kErrorNotSupported;
+  const auto now_us = static_cast<unsigned long long>(fake_nvml::realtime_us());
+  const auto& compute = call.gpu().processes_at(call.t(), false);
+  const auto& graphics = call.gpu().processes_at(call.t(), true);
+  // A pid in both lists is one process: its first entry counts.  No allocation: two passes.
+  const std::vector<fake_nvml::process>* lists[] = {&compute, &graphics};
+  auto first_entry = [&](std::size_t l, std::size_t i) {
+    const unsigned int pid = (*lists[l])[i].pid;
+    for (std::size_t m = 0; m <= l; ++m) {
+      for (std::size_t j = 0; j < (m == l ? i : lists[m]->size()); ++j) {
+        if ((*lists[m])[j].pid == pid) return false;
+      }
+    }
+    return true;
+  };
+  auto for_each_busy = [&](auto&& visit) {
+    for (std::size_t l = 0; l < 2; ++l) {
+      for (std::size_t i = 0; i < lists[l]->size(); ++i) {
+        const fake_nvml::process& p = (*lists[l])[i];
+        if ((p.sm_util_percent > 0 || p.memory_util_percent > 0) && first_entry(l, i)) visit(p);
+      }
+    }
+  };
+  unsigned int n = 0;
+  if (now_us > lastSeenTimeStamp) for_each_busy([&](const fake_nvml::process&) { ++n; });
+  if (n == 0) return kErrorNotFound;
+  if (utilization == nullptr || *processSamplesCount < n) {
+    *processSamplesCount = n;
+    return kErrorInsufficientSize;
+  }
+  unsigned int k = 0;
+  for_each_busy([&](const fake_nvml::process& p) {
+    utilization[k] = nvmlProcessUtilizationSample_t{};
+    utilization[k].pid = p.pid;
+    utilization[k].timeStamp = now_us;
+    utilization[k].smUtil = p.sm_util_percent;
+    utilization[k].memUtil = p.memory_util_percent;
+    ++k;
+  });
+  *processSamplesCount = n;
+  return kSuccess;
+}
+
 extern "C" nvmlReturn_t nvmlDeviceGetConfComputeMemSizeInfo(nvmlDevice_t device,
                                                             nvmlConfComputeMemSizeInfo_t* memInfo) {
   const device_call call(fn::nvmlDeviceGetConfComputeMemSizeInfo, device);

@@ -78,6 +78,12 @@ class ProcessDetail(ctypes.Structure):
     _fields_ = ProcessV2._fields_ + [("usedGpuCcProtectedMemory", ctypes.c_ulonglong)]
 
 
+class ProcessUtilization(ctypes.Structure):
+    _fields_ = [("pid", ctypes.c_uint), ("timeStamp", ctypes.c_ulonglong),
+                ("smUtil", ctypes.c_uint), ("memUtil", ctypes.c_uint), ("encUtil", ctypes.c_uint),
+                ("decUtil", ctypes.c_uint)]
+
+
 class PciInfo(ctypes.Structure):
     _fields_ = [("busIdLegacy", ctypes.c_char * 16), ("domain", ctypes.c_uint),
                 ("bus", ctypes.c_uint), ("device", ctypes.c_uint), ("pciDeviceId", ctypes.c_uint),
@@ -92,6 +98,7 @@ class PowerValueV2(ctypes.Structure):
 MEMORY_V2_VERSION = ctypes.sizeof(MemoryV2) | (2 << 24)
 POWER_VALUE_V2_VERSION = ctypes.sizeof(PowerValueV2) | (2 << 24)
 assert ctypes.sizeof(FieldValue) == 40 and MEMORY_V2_VERSION == 0x02000028
+assert ctypes.sizeof(ProcessUtilization) == 32
 
 _LIBS: dict[str, ctypes.CDLL] = {}
 

@@ -43,6 +43,10 @@ struct reading_config {
 struct process {
   unsigned int pid = 0;
   unsigned long long used_memory_bytes = 0;
+  // What nvmlDeviceGetProcessUtilization reports for it (percent); a process at 0 and 0 ran
+  // nothing and gets no sample.
+  unsigned int sm_util_percent = 0;
+  unsigned int memory_util_percent = 0;
   unsigned int gpu_instance_id = 0xFFFFFFFFU;  // not MIG
   unsigned int compute_instance_id = 0xFFFFFFFFU;
 };
@@ -91,6 +95,8 @@ struct device {
   unsigned int min_limit_mw = 200000;
   unsigned int max_limit_mw = 700000;
   bool limit_settable = true;
+  // nvmlDeviceGetProcessUtilization answers (else NOT_SUPPORTED, as on boards without it).
+  bool process_utilization = true;
 
   fault_set faults;
   bool mig_enabled = false;

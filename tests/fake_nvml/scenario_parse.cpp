@@ -183,6 +183,8 @@ std::vector<process> parse_processes(json_fields& f, const std::string& key) {
     process proc;
     proc.pid = to_uint(p, "pid", 0);
     proc.used_memory_bytes = p.unsigned_integer("used_memory_bytes", 0);
+    proc.sm_util_percent = to_uint(p, "sm_util_percent", 0);
+    proc.memory_util_percent = to_uint(p, "memory_util_percent", 0);
     p.finish();
     out.push_back(proc);
   }
@@ -365,6 +367,7 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
   parse_faults(f, d.faults);
   d.compute_processes = parse_processes(f, "processes");
   d.graphics_processes = parse_processes(f, "graphics_processes");
+  d.process_utilization = f.boolean("process_utilization", true);
   if (f.has("health")) d.health = parse_health(f.at("health"), f.sub("health"));
   parse_mig(f, d, s);
   parse_changes(f, d);

@@ -17,8 +17,8 @@ import scenario as sc
 from fake_nvml_ctypes import (ARGUMENT_VERSION_MISMATCH, FUNCTION_NOT_FOUND, INSUFFICIENT_SIZE,
                               INVALID_ARGUMENT, MEMORY_V2_VERSION, NO_PERMISSION, NOT_FOUND,
                               NOT_SUPPORTED, POWER_VALUE_V2_VERSION, SUCCESS, MemoryV2, Memory,
-                              PowerValueV2, ProcessDetail, ProcessV1, ProcessV2, library_path,
-                              session)
+                              PowerValueV2, ProcessDetail, ProcessUtilization, ProcessV1, ProcessV2,
+                              library_path, session)
 
 from conftest import at, sample_times
 
@@ -249,6 +249,34 @@ def test_processes_sizing_and_stride():
             count = c_uint(0)
             assert s.call("nvmlDeviceGetGraphicsRunningProcesses_v3", h, byref(count), None) == 0
             assert count.value == 0
+
+
+def test_process_utilization_samples_not_found_and_not_supported():
+    procs = [{"pid": 100, "sm_util_percent": 60, "memory_util_percent": 10},
+             {"pid": 101, "sm_util_percent": 20},
+             {"pid": 102}]  # ran nothing: no sample
+    scn = {"devices": [{"processes": procs, "graphics_processes": [{"pid": 100}]},
+                       {"processes": [{"pid": 103}]},
+                       {"processes": procs, "process_utilization": False}]}
+    with session(scn) as s:
+        fn = "nvmlDeviceGetProcessUtilization"
+        h, count = s.h(0), c_uint(0)
+        assert s.call(fn, h, None, byref(count), c_ull(0)) == INSUFFICIENT_SIZE
+        assert count.value == 2  # pid 100 once, although it is in both lists
+        samples = (ProcessUtilization * 4)()
+        count = c_uint(4)
+        before = int(time.time() * 1e6)
+        assert s.call(fn, h, samples, byref(count), c_ull(0)) == SUCCESS
+        got = [(x.pid, x.smUtil, x.memUtil) for x in samples[:count.value]]
+        assert got == [(100, 60, 10), (101, 20, 0)]
+        stamp = samples[0].timeStamp
+        assert before <= stamp <= int(time.time() * 1e6)
+        # Only samples newer than lastSeenTimeStamp: none from the future.
+        count = c_uint(4)
+        assert s.call(fn, h, samples, byref(count), c_ull(stamp + 10**9)) == NOT_FOUND
+        count = c_uint(4)
+        assert s.call(fn, s.h(1), samples, byref(count), c_ull(0)) == NOT_FOUND  # nothing ran
+        assert s.call(fn, s.h(2), samples, byref(count), c_ull(0)) == NOT_SUPPORTED
 
 
 def test_health_defaults_and_gpm():

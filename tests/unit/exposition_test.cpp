@@ -17,6 +17,7 @@
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/text_format.hpp"
 #include "fixtures/sample_exposition.hpp"
+#include "golden.hpp"
 
 namespace joules::exporter {
 namespace {
@@ -291,31 +292,14 @@ TEST(TextFormat, IgnoresTheLocale) {
   EXPECT_EQ(probe.str(), "0,5");  // the locale was really in force
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-// Compares with tests/golden/NAME; JOULES_UPDATE_GOLDEN=1 rewrites the file instead.
-void expect_golden(const std::string& name, const std::string& actual) {
-  const std::string path = std::string(JOULES_GOLDEN_DIR) + "/" + name;
-  if (std::getenv("JOULES_UPDATE_GOLDEN") != nullptr) {
-    std::ofstream(path, std::ios::binary) << actual;
-  }
-  EXPECT_EQ(actual, read_file(path))
-      << "golden file " << path << " differs; JOULES_UPDATE_GOLDEN=1 rewrites it";
-}
-
 TEST(Golden, RepresentativeExposition) {
-  expect_golden("exposition.prom", golden_text());
+  testing::expect_golden("exposition.prom", golden_text());
 }
 
 TEST(Golden, DcgmCompatibleNames) {
   exposition e;
   test::fill_dcgm_compat_exposition(e);
-  expect_golden("dcgm.prom", e.text());
+  testing::expect_golden("dcgm.prom", e.text());
 }
 
 TEST(NodeExposition, EightGpusKeepEachFamilyContiguous) {

@@ -50,6 +50,18 @@ TEST(JsonWriter, EscapesControlCharactersAndReplacesInvalidUtf8) {
   EXPECT_EQ(nlohmann::json::parse("\"" + out + "\"").size(), 1U);
 }
 
+TEST(JsonWriter, C1ControlsAreEscapedSoThatATerminalNeverActsOnThem) {
+  // U+009B is CSI: a terminal in 8-bit mode would start a sequence at it.
+  std::string out;
+  append_json_escaped(out,
+                      "a\xC2\x9B"
+                      "2Jb \xC2\xA0");  // CSI, then a no-break space (kept)
+  EXPECT_EQ(out, "a\\u009b2Jb \xC2\xA0");
+  EXPECT_EQ(nlohmann::json::parse("\"" + out + "\"").get<std::string>(),
+            "a\xC2\x9B"
+            "2Jb \xC2\xA0");
+}
+
 }  // namespace
 }  // namespace joules
 

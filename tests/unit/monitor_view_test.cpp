@@ -4,7 +4,7 @@
 
 #include "backends/nvml/nvml_decode.hpp"
 #include "health/findings.hpp"
-#include "monitor/power_history.hpp"
+#include "monitor/history.hpp"
 #include "monitor/view.hpp"
 
 namespace joules::monitor {
@@ -39,7 +39,7 @@ TEST(MonitorGlyphs, SparklineScalesToFullAndLeavesGaps) {
 }
 
 TEST(MonitorGlyphs, HistoryKeepsTheLastMinuteInBuckets) {
-  power_history h(60.0);
+  history h(60.0);
   for (int i = 0; i <= 200; ++i)
     h.add(i * 0.5, i < 100 ? 100.0 : 300.0);  // 100 s of readings, 300 W for the last 50 s
   EXPECT_EQ(h.peak(), 300.0);
@@ -48,7 +48,7 @@ TEST(MonitorGlyphs, HistoryKeepsTheLastMinuteInBuckets) {
   EXPECT_EQ(b[0], 100.0);
   EXPECT_EQ(b[5], 300.0);
   // Readings before the span are gone: the peak of a history that fell back is the new one.
-  power_history g(10.0);
+  history g(10.0);
   g.add(0.0, 500.0);
   g.add(20.0, 100.0);
   EXPECT_EQ(g.peak(), 100.0);
@@ -63,7 +63,7 @@ TEST(MonitorGlyphs, HistoryKeepsTheLastMinuteInBuckets) {
 TEST(MonitorGlyphs, ReadingsFarApartLeaveNoGapsInAWideSparkline) {
   // One reading a second (--interval 1000) drawn in 100 columns of 0.6 s: every bucket after
   // the first reading shows the reading before it.
-  power_history h(60.0, 2.0);
+  history h(60.0, 2.0);
   for (int i = 0; i <= 60; ++i)
     h.add(1000.0 + i, i < 30 ? 300.0 : 600.0);
   const auto b = h.buckets(1060.0, 100);
@@ -74,7 +74,7 @@ TEST(MonitorGlyphs, ReadingsFarApartLeaveNoGapsInAWideSparkline) {
   EXPECT_EQ(sparkline(b, 700.0).find(' '), std::string::npos);
   // Before the first reading, after an unknown power, and once readings stop for longer than
   // the hold (a hung driver): gaps.
-  power_history g(60.0, 2.0);
+  history g(60.0, 2.0);
   g.add(1030.0, 300.0);
   g.add(1031.0, 300.0);
   g.add(1032.0, std::nullopt);
@@ -116,7 +116,7 @@ TEST(MonitorFormat, FitCutsVisibleCellsAndClosesColour) {
 }
 
 struct fixture {
-  std::vector<power_history> histories = std::vector<power_history>(8);
+  std::vector<history> histories = std::vector<history>(8);
   screen_model model(std::size_t gpus) {
     screen_model m;
     m.host = "node7";
@@ -150,7 +150,7 @@ struct fixture {
       d.now.health = h;
       for (int k = 0; k < 120; ++k)
         histories[i].add(940.0 + k * 0.5, 100.0 + 5.0 * k);
-      d.history = &histories[i];
+      d.power_history = &histories[i];
       m.gpus.push_back(d);
     }
     m.processes_known = true;
@@ -176,7 +176,6 @@ TEST(MonitorScreen, FullBlocksWhenTheyFit) {
   EXPECT_NE(all.find("throttle power cap"), std::string::npos);
   EXPECT_NE(all.find("health   ok"), std::string::npos);
   EXPECT_NE(all.find("health   persistence off"), std::string::npos);  // GPU 1
-  EXPECT_NE(all.find("q quits"), std::string::npos);
   EXPECT_NE(all.find("1980/1980 MHz"), std::string::npos);
   EXPECT_NE(all.find("4242  alice"), std::string::npos);
   EXPECT_NE(all.find("python train.py"), std::string::npos);
@@ -372,12 +371,16 @@ TEST(MonitorScreen, EightGpusUseTheHeightOf120x45) {
   EXPECT_LT(all.find("GPU 1  NVIDIA H100 80GB HBM3  GPU-00000001"), all.find("since start")) << all;
 }
 
-TEST(MonitorScreen, QQuitsOnlyWhenKeysAreRead) {
+TEST(MonitorScreen, TheKeysAreListedOnlyWhenKeysAreRead) {
   fixture f;
   auto m = f.model(1);
+  const auto with_keys = render_frame(m, ui_state{}, 120, 40, false);
+  ASSERT_EQ(with_keys.size(), 40U);
+  EXPECT_EQ(with_keys.back().rfind("q quit  ? help  v view: overview  s sort: index↑", 0), 0U)
+      << with_keys.back();
   m.keys = false;
-  for (const auto& l : render_screen(m, 120, 40, false))
-    EXPECT_EQ(l.find("q quits"), std::string::npos) << l;
+  for (const auto& l : render_frame(m, ui_state{}, 120, 40, false))
+    EXPECT_EQ(l.find("q quit"), std::string::npos) << l;
 }
 
 TEST(MonitorStale, OldReadingsAreMarkedInEveryMode) {

@@ -40,5 +40,19 @@ TEST(Strings, FormatJoules) {
   EXPECT_EQ(format_joules(0.0412), "0.0412 J");
 }
 
+TEST(Strings, WrapWordsKeepsANumberWithItsUnitAndTheWordBefore) {
+  // "681 W" and "and 0.00793 J/token" are never parted; a group longer than a line stays whole.
+  EXPECT_EQ(wrap_words("peak 681 W and 0.00793 J/token", 0, 2, 12),
+            "peak 681 W\n  and 0.00793 J/token");
+  EXPECT_EQ(wrap_words("power 354 W", 0, 0, 9), "power\n354 W");
+}
+
+TEST(Strings, WrapWordsStartsAtTheGivenColumnAndCountsCodePoints) {
+  EXPECT_EQ(wrap_words("a b c", 10, 10, 14), "a b\n          c");
+  EXPECT_EQ(wrap_words("x°C y°C z°C", 0, 0, 7), "x°C y°C\nz°C");
+  EXPECT_EQ(wrap_words("  spaced   out  ", 0, 0, 80), "spaced out");
+  EXPECT_EQ(wrap_words("", 0, 0, 80), "");
+}
+
 }  // namespace
 }  // namespace joules

@@ -194,6 +194,17 @@ struct nvmlProcessDetailList_v1_t {
   nvmlProcessDetail_v1_t* procArray;
 };
 
+// One process's recent utilisation (nvmlDeviceGetProcessUtilization, docs/nvml-notes.md §5.12):
+// 32 bytes, the pid padded to 8 before the timestamp.
+struct nvmlProcessUtilizationSample_t {
+  unsigned int pid;
+  unsigned long long timeStamp;  // CPU timestamp in microseconds
+  unsigned int smUtil;           // SM (3D/compute) utilisation, percent
+  unsigned int memUtil;          // frame buffer utilisation, percent
+  unsigned int encUtil;
+  unsigned int decUtil;
+};
+
 struct nvmlConfComputeMemSizeInfo_t {
   unsigned long long protectedMemSizeKib;
   unsigned long long unprotectedMemSizeKib;
@@ -299,6 +310,8 @@ static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
 static_assert(sizeof(nvmlProcessInfo_v2_t) == 24);
 static_assert(sizeof(nvmlProcessDetail_v1_t) == 32);
+static_assert(sizeof(nvmlProcessUtilizationSample_t) == 32);
+static_assert(offsetof(nvmlProcessUtilizationSample_t, smUtil) == 16);
 static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(offsetof(nvmlFieldValue_t, value) == 32);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);

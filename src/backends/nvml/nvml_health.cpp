@@ -1,5 +1,6 @@
 #include "backends/nvml/nvml_health.hpp"
 
+#include <algorithm>
 #include <initializer_list>
 #include <span>
 #include <string_view>
@@ -18,6 +19,12 @@ constexpr auto kSlowEvery = std::chrono::seconds(5);
 constexpr auto kReadJitter = std::chrono::milliseconds(10);
 // Spare slots when sizing a process list: processes may start between two calls.
 constexpr unsigned kSpareProcessSlots = 8;
+// Per-process utilisation is read at most this often: it is shown (a share of the GPU's energy
+// per process), not accounted, and one call a second keeps monitor within its call budget
+// (docs/monitor-doctor.md).
+constexpr auto kProcessUtilizationEvery = std::chrono::seconds(1);
+// A sample above 100 % is not a share of time: the driver's, not the process's; left out.
+constexpr unsigned kMaxUtilPercent = 100;
 
 std::optional<double> milli(unsigned int v, bool ok) {
   return ok ? std::optional<double>(v / 1000.0) : std::nullopt;
@@ -93,6 +100,7 @@ health_reading health_reader::read() {
   h.default_power_limit_w = default_limit_w_;
   read_performance_state(h, slow);
   read_processes(h, slow);
+  read_process_utilization(h, now);
   gpm_.read(h);
   probed_ = true;
   if (lost_) return {};  // nothing read from a GPU that fell off the bus is worth showing
@@ -329,6 +337,68 @@ bool health_reader::read_process_kind(std::vector<gpu_process>& out, bool graphi
   return false;
 }
 
+void health_reader::read_process_utilization(health_reading& h, mono_time now) {
+  // Asked only while the GPU has processes: with none there is nothing to share out.
+  if (!processes_known_ || processes_.empty()) return;
+  const bool due = !sm_util_at_ || now + kReadJitter >= *sm_util_at_ + kProcessUtilizationEvery;
+  if (due) {
+    sm_util_at_ = now;
+    std::vector<nvmlProcessUtilizationSample_t> samples;
+    unsigned int count = 0;
+    auto call = [&]() -> nvmlReturn_t {
+      count = static_cast<unsigned int>(samples.size());
+      const nvmlReturn_t rc =
+          fn_.nvmlDeviceGetProcessUtilization(device_, samples.data(), &count, sm_util_seen_us_);
+      // NOT_FOUND: no process had a sample since the last call, every one ran nothing.
+      if (rc == kErrorNotFound) {
+        count = 0;
+        return kSuccess;
+      }
+      return rc;
+    };
+    // Sized like the process lists: the driver may return several samples per process.
+    auto sized = [&]() -> nvmlReturn_t {
+      samples.assign(std::max(sm_util_slots_, processes_.size()) + kSpareProcessSlots,
+                     nvmlProcessUtilizationSample_t{});
+      nvmlReturn_t rc = call();
+      for (int tries = 0; rc == kErrorInsufficientSize && tries < 3; ++tries) {
+        samples.assign(count + kSpareProcessSlots, nvmlProcessUtilizationSample_t{});
+        rc = call();
+      }
+      return rc;
+    };
+    sm_util_.clear();
+    sm_util_ok_ =
+        attempt(process_utilization, fn_.nvmlDeviceGetProcessUtilization != nullptr, sized);
+    if (sm_util_ok_) {
+      count = std::min<unsigned int>(count, static_cast<unsigned int>(samples.size()));
+      sm_util_slots_ = std::max<std::size_t>(sm_util_slots_, count);
+      // The mean of each pid's samples newer than the last call.
+      std::vector<std::pair<unsigned, std::pair<double, unsigned>>> sums;
+      for (unsigned int i = 0; i < count; ++i) {
+        const auto& s = samples[i];
+        sm_util_seen_us_ = std::max(sm_util_seen_us_, s.timeStamp);
+        if (s.smUtil > kMaxUtilPercent) continue;
+        auto it =
+            std::find_if(sums.begin(), sums.end(), [&](const auto& e) { return e.first == s.pid; });
+        if (it == sums.end()) it = sums.insert(sums.end(), {s.pid, {0.0, 0U}});
+        it->second.first += s.smUtil;
+        ++it->second.second;
+      }
+      for (const auto& [pid, sum] : sums)
+        sm_util_.emplace_back(pid, sum.first / sum.second);
+    }
+  }
+  // A call that failed this once (the reading stays on) leaves the shares unknown until the next.
+  if (!sm_util_ok_) return;
+  h.process_utilization_known = true;
+  for (auto& p : h.processes) {
+    const auto it = std::find_if(sm_util_.begin(), sm_util_.end(),
+                                 [&](const auto& e) { return e.first == p.pid; });
+    p.sm_util_percent = it == sm_util_.end() ? 0.0 : it->second;
+  }
+}
+
 std::vector<std::string> health_reader::supported() const {
   struct group {
     const char* name;
@@ -357,6 +427,7 @@ std::vector<std::string> health_reader::supported() const {
       {"persistence_mode", {persistence}},
       {"power_limit", {field_power_limit, power_limit}},
       {"processes", {process_detail, process_v3, process_v2, process_v1}},
+      {"process_utilization", {process_utilization}},
   };
   std::vector<std::string> out;
   for (const group& g : groups) {

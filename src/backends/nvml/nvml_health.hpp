@@ -15,12 +15,13 @@
 //   since the previous slow one, so that a fault shows within 5 s: ECC counts, retired pages,
 //   remapped rows, PCIe replays and width, persistence mode, the enforced power limit;
 // - on change: the performance state when a clock changed, the process list when the memory in
-//   use changed; else with the slow tier.
+//   use changed; else with the slow tier;
+// - at most once a second, while the GPU has processes: their SM utilisation.
 // Field values (memory temperature, PCIe byte counters and most of the slow tier) come from one
 // nvmlDeviceGetFieldValues call per read; a field that does not answer at the probe falls back
 // to its getter.  Calls per GPU and read on a current driver: 10 (two of them GPM), a fan where
 // the board has one, and 5 more on slow reads (PCIe width, persistence mode, performance state,
-// the two process lists).
+// the two process lists); one a second for the processes' utilisation while there are any.
 //
 // Not thread-safe: owned and called by the sampler thread only.
 
@@ -97,6 +98,8 @@ class health_reader {
     process_v3,
     process_v2,
     process_v1,
+    // At most once a second.
+    process_utilization,
     kReadingCount
   };
   struct field_group;
@@ -122,6 +125,7 @@ class health_reader {
   void read_performance_state(health_reading& h, bool slow);
   void read_processes(health_reading& h, bool slow);
   bool read_process_kind(std::vector<gpu_process>& out, bool graphics);
+  void read_process_utilization(health_reading& h, mono_time now);
 
   const entry_points& fn_;
   nvmlDevice_t device_;
@@ -152,6 +156,14 @@ class health_reader {
   bool processes_known_ = false;
   std::optional<std::uint64_t> processes_memory_used_;
   std::size_t process_slots_ = 0;  // the longest list seen, to size the next call
+
+  // Per-process SM utilisation: the mean of each pid's samples at the last reading, when that
+  // was, and the newest sample's timestamp (the next call asks only for newer ones).
+  std::vector<std::pair<unsigned, double>> sm_util_;
+  std::optional<mono_time> sm_util_at_;
+  bool sm_util_ok_ = false;
+  unsigned long long sm_util_seen_us_ = 0;
+  std::size_t sm_util_slots_ = 0;
 };
 
 template <class Call>

@@ -90,7 +90,8 @@ class sim_backend final : public backend {
   sim_backend(const sim_options& o, const sim_model& model, double tdp_w)
       : profile_(o.profile),
         tdp_w_(tdp_w),
-        origin_(steady::now()),
+        clock_(o.clock),
+        origin_(now()),
         board_(board_of(model.key)),
         gpm_(model.architecture == "hopper" || model.architecture == "blackwell"),
         remaps_rows_(model.architecture != "volta" && model.architecture != "turing"),
@@ -118,7 +119,7 @@ class sim_backend final : public backend {
   const std::vector<device_info>& devices() const override { return infos_; }
 
   device_reading read(std::size_t i, read_what what) override {
-    const double t = seconds_between(origin_, steady::now());
+    const double t = seconds_between(origin_, now());
     const auto gpu = static_cast<unsigned>(i);
     const double idle = kSimIdleFraction * tdp_w_;
     device_reading r;
@@ -130,7 +131,7 @@ class sim_backend final : public backend {
   }
 
   health_reading read_health(std::size_t i) override {
-    const double t = seconds_between(origin_, steady::now());
+    const double t = seconds_between(origin_, now());
     const auto gpu = static_cast<unsigned>(i);
     const double u = profile_.utilisation(gpu, t);
     const double t0 = std::max(0.0, t - kThermalS);
@@ -205,8 +206,11 @@ class sim_backend final : public backend {
   }
 
  private:
+  mono_time now() const { return clock_ ? clock_() : steady::now(); }
+
   sim_profile profile_;
   double tdp_w_;
+  std::function<mono_time()> clock_;
   mono_time origin_;
   const sim_board& board_;
   bool gpm_;

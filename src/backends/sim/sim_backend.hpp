@@ -3,6 +3,7 @@
 // utilisation profile, for trying joules without a GPU and for estimating on machines whose GPUs
 // expose no power reading.  Every number it produces is marked `simulated` (docs/sim-backend.md).
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -10,6 +11,7 @@
 #include <string_view>
 
 #include "backends/backend.hpp"
+#include "util/clock.hpp"
 
 namespace joules {
 
@@ -19,6 +21,10 @@ struct sim_options {
   std::optional<double> tdp_w;     // overrides the model's TDP
   unsigned gpus = 8;
   std::string profile = "train";  // train | idle | a constant utilisation 0..1
+  // Where the model's time comes from: steady_clock when empty.  Tests give a virtual clock, so
+  // that a reading at a given instant is exact and the same on every machine (the golden files of
+  // tests/golden are made from such readings).
+  std::function<mono_time()> clock;
 };
 
 struct sim_model {
