@@ -1,5 +1,7 @@
 // `joules monitor`: live power, energy and health of every GPU.
 
+#include <cstdint>
+
 #include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
 #include "session/monitor.hpp"
@@ -34,6 +36,7 @@ constexpr options::command_text kText{
     "joules monitor\n"
     "joules monitor --interval 1000 --gpus 0,1\n"
     "joules monitor --json > gpus.jsonl\n"
+    "joules monitor --output gpus.jsonl --output-max-size 100000000 --output-keep 5\n"
     "joules monitor --once --plain\n"
     "joules monitor --backend sim --sim-gpus 4"};
 
@@ -56,6 +59,24 @@ class monitor_command final : public options::command {
                                 "is not a terminal (like nvidia-smi dmon).",
                                 s_.plain);
     t.excludes(json, plain);
+    t.group("Output file");
+    CLI::Option* output =
+        t.text("output", 'o', "FILE",
+               "Write the JSONL (as --json) to FILE instead of stdout; FILE is truncated first.",
+               "", [this](const std::string& v) { s_.output = v; });
+    t.excludes(output, plain);
+    t.needs(
+        t.count("output-max-size", "BYTES",
+                "Rotate --output before a record would take it past BYTES: FILE becomes "
+                "FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE is started. 0: never.",
+                "0", 0, UINT64_MAX, "bytes", [this](std::uint64_t n) { s_.output_max_bytes = n; }),
+        output);
+    t.needs(t.count("output-keep", "N",
+                    "Rotated files kept beside --output (FILE.1 to FILE.N); older ones are "
+                    "removed.",
+                    "1", 0, 1000, "files",
+                    [this](std::uint64_t n) { s_.output_keep = static_cast<unsigned>(n); }),
+            output);
     declare_gpus(t, s_.gpus);
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);

@@ -13,7 +13,7 @@ namespace {
 
 constexpr options::command_text kText{
     "serve", "node exporter: Prometheus /metrics for every GPU (and CPU/DRAM)", "[OPTIONS]",
-    "Serves http://127.0.0.1:9400/metrics in the Prometheus text format for every GPU of the "
+    "Serves http://127.0.0.1:19400/metrics in the Prometheus text format for every GPU of the "
     "machine: power, energy, utilisation, memory, temperatures, clocks, throttle reasons, ECC "
     "and remapped rows, PCIe, GPM activity where the GPU has it; CPU package and DRAM energy "
     "where RAPL can be read (--components), and the state of each component; the energy in kWh "
@@ -24,7 +24,8 @@ constexpr options::command_text kText{
     "shared by the scrapes that follow, so scrapers never call the driver. Runs until SIGINT or "
     "SIGTERM and exits 0. packaging/joules-serve.service runs it under systemd.",
     "joules serve\n"
-    "joules serve --listen 0.0.0.0:9400 --dcgm-compat --label cluster=a\n"
+    "joules serve --listen 0.0.0.0:19400 --label cluster=a\n"
+    "joules serve --listen 0.0.0.0:9400 --dcgm-compat   # in place of dcgm-exporter\n"
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
 
@@ -49,7 +50,7 @@ void serve_command::declare(options::option_table& t) {
   t.text("listen", 0, "[HOST:]PORT",
          "Address of /metrics. HOST is 127.0.0.1 unless given (0.0.0.0 or [::] for every "
          "interface); port 0 picks a free port. The address is printed on stderr.",
-         "127.0.0.1:9400", [this](const std::string& v) {
+         "127.0.0.1:19400", [this](const std::string& v) {
            s_.listen = exporter::parse_listen_address(v, "--listen");
          });
   t.millis("interval",

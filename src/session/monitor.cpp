@@ -8,11 +8,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <optional>
+#include <string_view>
 
 #include "backends/composite/open_backend.hpp"
 #include "monitor/live.hpp"
 #include "monitor/terminal.hpp"
 #include "monitor/view.hpp"
+#include "record/jsonl_sink.hpp"
 #include "sampler/sampler.hpp"
 #include "session/device_choice.hpp"
 #include "session/identity.hpp"
@@ -43,6 +45,17 @@ std::string stream_text(const monitor::screen_model& m, output_mode mode) {
   return out;
 }
 
+// Writes a stream mode's text: to the --output file when there is one, else to stdout.  False
+// when the reader of stdout went away.
+bool emit(jsonl_sink* sink, const std::string& text) {
+  if (!sink) return monitor::write_stdout(text);
+  std::string_view record(text);
+  while (!record.empty() && record.back() == '\n')
+    record.remove_suffix(1);
+  sink->write(record);
+  return true;
+}
+
 std::string once_screen(const monitor::screen_model& m, bool color) {
   const monitor::terminal_size size = monitor::size_of_stdout();
   std::string out;
@@ -54,7 +67,7 @@ std::string once_screen(const monitor::screen_model& m, bool color) {
 }
 
 int show_once(monitor::event_source& events, monitor::live_model& state, output_mode mode,
-              std::chrono::milliseconds interval, bool color) {
+              std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const auto lag = std::min(kFrameLag, interval / 4);
   const auto ev = events.wait(steady::now() + interval + lag);
   if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
@@ -66,7 +79,7 @@ int show_once(monitor::event_source& events, monitor::live_model& state, output_
     out = (mode == output_mode::plain ? monitor::plain_header() : std::string()) +
           stream_text(m, mode);
   }
-  monitor::write_stdout(out);
+  emit(mode == output_mode::json ? sink : nullptr, out);
   return 0;
 }
 
@@ -82,7 +95,7 @@ std::vector<unsigned> gpu_indices(const monitor::screen_model& m) {
 // The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
 // status; the terminal is restored when it returns (or throws).
 int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
-              std::chrono::milliseconds interval, bool color) {
+              std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const mono_time start = steady::now();
   const auto lag = std::min(kFrameLag, interval / 4);
   std::optional<monitor::screen_session> screen;
@@ -108,7 +121,7 @@ int show_live(monitor::event_source& events, monitor::live_model& state, output_
       case kind::timeout: {
         if (screen) {
           draw();
-        } else if (!monitor::write_stdout(stream_text(state.update(), mode))) {
+        } else if (!emit(sink, stream_text(state.update(), mode))) {
           return 0;  // the reader went away (a closed pipe)
         }
         // The next slot on the grid; a frame that overran skips the slots it missed.
@@ -184,7 +197,12 @@ int show_monitor(const monitor_settings& s) {
 
   const term::capabilities out = term::of(STDOUT_FILENO);
   output_mode mode = output_mode::screen;
-  if (s.json) {
+  std::optional<jsonl_sink> sink;
+  if (s.output) {
+    sink.emplace(jsonl_sink::open_file(*s.output, jsonl_sink::mode::truncate,
+                                       {s.output_max_bytes, s.output_keep}));
+  }
+  if (s.json || s.output) {
     mode = output_mode::json;
   } else if (s.plain || !out.cursor) {
     // A pipe, a file, or TERM=dumb (a terminal that moves no cursor): one line per device.
@@ -198,8 +216,9 @@ int show_monitor(const monitor_settings& s) {
   readings.start(chosen);
   monitor::live_model state(readings, chosen, s.interval, keys, host_name());
   state.wait_for_health();
-  const int status = s.once ? show_once(events, state, mode, s.interval, color)
-                            : show_live(events, state, mode, s.interval, color);
+  jsonl_sink* to = sink ? &*sink : nullptr;
+  const int status = s.once ? show_once(events, state, mode, s.interval, color, to)
+                            : show_live(events, state, mode, s.interval, color, to);
   // The terminal is back already (show_live's screen_session is gone).  A sampler stuck in a
   // driver call that does not return is left behind, as `run` does: the process ends without
   // the destructors that would wait for it.

@@ -5,6 +5,7 @@
 // terminal, one line per device per interval on a pipe (--plain), JSONL with --json.
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -19,6 +20,11 @@ struct monitor_settings {
   bool once = false;
   bool json = false;
   bool plain = false;
+  // --output: the JSONL goes to this file instead of stdout, rotated past `output_max_bytes`
+  // (0: never) keeping `output_keep` older files (record/jsonl_sink.hpp).
+  std::optional<std::string> output;
+  std::uint64_t output_max_bytes = 0;
+  unsigned output_keep = 1;
 };
 
 // Until q or a signal (or one snapshot with `once`); returns the exit status: 0 after q or

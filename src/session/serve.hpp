@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <utility>
 #include <vector>
@@ -16,9 +17,14 @@
 
 namespace joules::session {
 
+// The port `joules serve` listens on unless --listen names one: outside the Prometheus
+// exporters' range 9100-9999 (fully allocated) and below Linux's ephemeral ports (docs/metrics.md,
+// "The default port"); dcgm-exporter's 9400 is left to dcgm-exporter.
+inline constexpr std::uint16_t kDefaultServePort = 19400;
+
 struct serve_settings {
   backend_options backend;
-  exporter::listen_address listen{std::string(exporter::kDefaultListenHost), 9400};
+  exporter::listen_address listen{std::string(exporter::kDefaultListenHost), kDefaultServePort};
   std::chrono::milliseconds interval{1000};
   bool dcgm_compat = false;
   std::string hostname;  // the hostname label

@@ -5,10 +5,57 @@
 #include <algorithm>
 #include <vector>
 
+#include "steps/field_words.hpp"
 #include "steps/scan.hpp"
 
 namespace joules::steps {
 namespace {
+
+// Whether the word before the line's first epoch says the epoch begins: "Starting Epoch 17:",
+// "Start epoch 0", "Beginning epoch 3".
+bool starts_epoch(std::string_view message, const line_fields& f) {
+  for (std::size_t i = 0; i < f.count; ++i) {
+    const field& x = f.fields[i];
+    if (x.role != field_role::epoch || x.key.empty()) continue;
+    std::size_t e = static_cast<std::size_t>(x.key.data() - message.data());
+    while (e > 0 && is_space(message[e - 1]))
+      --e;
+    std::size_t b = e;
+    while (b > 0 && is_alpha(message[b - 1]))
+      --b;
+    const std::string_view w = message.substr(b, e - b);
+    return eq_ci(w, "starting") || eq_ci(w, "start") || eq_ci(w, "begin") ||
+           eq_ci(w, "beginning") || eq_ci(w, "begins");
+  }
+  return false;
+}
+
+// "step", "steps", "Step:": the name of optimizer steps where a line also counts iterations.
+bool is_step_word(std::string_view key) {
+  const std::string_view k = trim_key(key);
+  return eq_ci(k, "step") || eq_ci(k, "steps");
+}
+
+// A line that is only a named step counter over its total: "[step=3/739328]" (OLMo),
+// "[batch=2/3]:" (Composer), whose values follow on the lines after it.
+bool progress_header(std::string_view message, const field& c) {
+  if ((c.role != field_role::step && c.role != field_role::global) || !c.total ||
+      c.value > *c.total || c.not_training || c.key.empty()) {
+    return false;
+  }
+  auto mark = [](char ch) { return is_space(ch) || ch == '[' || ch == ']' || ch == ':'; };
+  const auto key_at = static_cast<std::size_t>(c.key.data() - message.data());
+  for (std::size_t i = 0; i < key_at; ++i) {
+    if (!mark(message[i])) return false;
+  }
+  std::size_t e = c.pos;
+  while (e < message.size() && (is_digit(message[e]) || message[e] == '/' || is_space(message[e])))
+    ++e;
+  for (; e < message.size(); ++e) {
+    if (!mark(message[e])) return false;
+  }
+  return true;
+}
 
 // How much a field looks like the step counter on its own; 0 or less: not a candidate.
 int score_of(const field& f, std::string_view message) {
@@ -26,6 +73,10 @@ int score_of(const field& f, std::string_view message) {
       break;
   }
   if (f.place == field_place::bar) return 50;
+  // "i = 822990 / 973300" (torch-rnn): progress over a total, under a name that is no quantity.
+  if (!f.key.empty() && f.total && *f.total >= f.value && *f.total > 0 &&
+      class_of_word(trim_key(f.key)) == word_class::none)
+    return 45;
   if (!f.key.empty()) return 0;  // named, but not as a counter: a loss, a layer, a port
   // "[  50/1251 (  4%)]", "[1][ 50/1000]": a count over a total in brackets is progress.
   if (f.place == field_place::bracket && f.total) return 45;
@@ -37,14 +88,14 @@ int score_of(const field& f, std::string_view message) {
   return 0;
 }
 
-bool eq_ci(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && starts_with_ci(a, b);
-}
-
 // Rows that name the step and nothing else: RLlib's "training_iteration: 84", Stable-Baselines3's
-// "|    iterations           | 18        |".
+// "|    iterations           | 18        |" and "|    n_updates   | 99   |", Stable-Baselines'
+// "| steps                   | 1841     |".  A configuration printed as YAML names counts too
+// ("num_sgd_iter: 30"): only a table's rows name others than the training iteration.
 bool step_row(const line_fields& f, const field& c) {
-  return f.record_row && (eq_ci(c.key, "training_iteration") || eq_ci(c.key, "iterations"));
+  if (!f.record_row) return false;
+  if (eq_ci(c.key, "training_iteration") || eq_ci(c.key, "iterations")) return true;
+  return f.table_row && (c.role == field_role::step || c.role == field_role::global);
 }
 
 // Metrics as "key: value" or as "key value", whichever reads more (steps/metrics.hpp).
@@ -81,70 +132,90 @@ counter_learner::choice counter_learner::choose(std::string_view message, const 
     }
     if (x.role == field_role::epoch && c.epoch == nullptr) c.epoch = &x;
   }
+  // "Epoch 1 | iter 4 step 1 | loss train: 10.97": with gradient accumulation the iterations
+  // count micro-batches and the steps count optimizer steps, the run's steps.
+  if (c.counter != nullptr && c.counter->role == field_role::step &&
+      !is_step_word(c.counter->key)) {
+    for (std::size_t i = 0; i < f.count; ++i) {
+      const field& x = f.fields[i];
+      if (&x != c.counter && x.role == field_role::step && is_step_word(x.key) &&
+          x.value <= c.counter->value && score_of(x, message) >= c.score) {
+        c.counter = &x;
+        break;
+      }
+    }
+  }
+  // "Loss=0.136 Batch_id=468 Accuracy=87.57: 100%|██████████| 469/469 [00:20<00:00, 22.70it/s]":
+  // a bar counts its own loop, which the description's batch index only echoes.
+  if (c.counter != nullptr && c.counter->role == field_role::step && !c.counter->total) {
+    for (std::size_t i = 0; i < f.count; ++i) {
+      const field& x = f.fields[i];
+      if (x.place == field_place::bar && x.role == field_role::step && !x.not_training) {
+        c.counter = &x;
+        c.score = score_of(x, message);
+      }
+    }
+  }
   t.chosen = true;
   t.counter = c.counter != nullptr ? c.counter->index : kNoField;
   t.epoch = c.epoch != nullptr ? c.epoch->index : kNoField;
   return c;
 }
 
-std::uint64_t counter_learner::globalize(const field& c, std::optional<epoch_seen> e,
-                                         template_state& t, bool& rolled,
-                                         std::optional<std::uint64_t>& epoch,
-                                         std::optional<std::uint64_t>& epochs) {
-  const std::uint64_t v = c.value;
-  if (c.role == field_role::global) return v;
-  if (e) {
-    if (!epoch_base_) {
-      // Epochs printed "e/E" count from 1 unless a 0 is printed; bare ones from what they
-      // start at when that is 0 or 1, else from 0.  One base for the run: the lines of one
-      // trainer count epochs one way, whichever template they have.
-      epoch_base_ = e->value == 0 ? 0 : (e->total || e->value == 1 ? 1 : 0);
+std::optional<counter_learner::epoch_seen> counter_learner::announced(std::string_view message,
+                                                                      const line_fields& f) {
+  for (std::size_t i = 0; i < f.count; ++i) {
+    const field& x = f.fields[i];
+    if (x.role != field_role::epoch || x.key.empty() || x.place == field_place::bar) continue;
+    // Nothing after the epoch but a colon ("Epoch 2/5", "EPOCH: 0", "Epoch 3:").
+    std::size_t end = x.pos;
+    while (end < message.size() && (is_digit(message[end]) || message[end] == '/' ||
+                                    message[end] == ' ' || message[end] == ':'))
+      ++end;
+    if (end != message.size()) continue;
+    // Nothing before its name but a bar at 0 that the notebook kept on the same line.
+    const auto key_at = static_cast<std::size_t>(x.key.data() - message.data());
+    std::size_t b = key_at;
+    while (b > 0 && is_space(message[b - 1]))
+      --b;
+    if (b == 0 || (message[b - 1] == ']' && i > 0 && f.fields[i - 1].place == field_place::bar &&
+                   f.fields[i - 1].value == 0)) {
+      return epoch_seen{x.value, x.total};
     }
-    const std::uint64_t base = *epoch_base_;
-    epoch = e->value >= base ? e->value - base : 0;
-    // "0/299" is the first of 300 epochs, "1/300" the first of 300.
-    if (e->total && *e->total > 0) epochs = *e->total + (base == 0 ? 1 : 0);
-    const bool changed = t.last_epoch && e->value != *t.last_epoch;
-    if (changed && t.last_value && v > *t.last_value && e->value > *t.last_epoch)
-      t.counter_is_global = true;  // PaddleSeg's "epoch: 2, iter: 520/40000"
-    t.last_epoch = e->value;
-    if (t.counter_is_global) return v;
-    if (c.total && *c.total > 0) {
-      rolled = changed && t.last_value && v <= *t.last_value;
-      return *epoch * *c.total + v;
-    }
-    // The batches of an epoch are not printed: an epoch holds as many as its last counter said.
-    if (changed && t.last_value && v <= *t.last_value) {
-      t.epoch_sum += *t.last_value;
-      rolled = true;
-    }
-    return t.epoch_sum + v;
   }
-  // No epoch printed: a counter that goes back to where it began is a new epoch, and the count
-  // goes on (a bar that restarts every epoch: "190/190" in the second epoch is step 380).
-  if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride &&
-      (!c.total || c.total == t.last_total)) {
-    t.epoch_sum += c.total ? *c.total : *t.last_value;
-    rolled = true;
-  }
-  return t.epoch_sum + v;
+  return std::nullopt;
 }
 
-bool counter_learner::observe(std::string_view message, const line_fields& fields, match& m,
-                              std::string* why) {
-  // Rows under a table header: the number that opens a row is named by the first column.
+bool counter_learner::epoch_is_step(std::string_view message, const line_fields& f,
+                                    const template_state& t, bool eval, bool announcement) const {
+  if (finer_steps_ > 0 || f.notice || eval) return false;
+  // "Starting Epoch 17: learning rate per sample = 0.000047" announces an epoch with its
+  // settings: no training has been done in it.
+  if (starts_epoch(message, f)) return false;
+  if (t.epoch_step) return true;
+  // A line of training values for the epoch, headed by it: RecBole's "epoch 0 training [time:
+  // 1.88s, train loss: 157.24]", "Epoch 1, training: loss: 0.54" (torch for R).  Not a record
+  // with an epoch among its values (DeiT's log.txt: {"train_loss": 3.2, "epoch": 249, ...}),
+  // which a trainer writes beside its step lines.
+  if (f.metric_values && f.train_values && f.count > 0 && f.fields[0].role == field_role::epoch &&
+      f.fields[0].pos <= 16)
+    return true;
+  // An epoch announced again with no step since it was last announced: nnU-Net's "epoch:  7".
+  return announcement && t.lines > 1 && t.steps_at_last == new_steps_ &&
+         new_steps_ == t.new_steps_before;
+}
+
+bool counter_learner::observe(std::string_view message, const line_fields& fields,
+                              std::uint64_t line, match& m, std::string* why) {
+  // Rows under a table header: the numbers that open a row are named by its columns.
   line_fields named;
-  const bool header = first_column_ != field_role::none && fields.count > 0 &&
-                      fields.fields[0].pos == 0 && fields.fields[0].key.empty();
-  if (header) {
-    named = fields;
-    named.fields[0].role = first_column_;
-  }
-  const line_fields& f = header ? named : fields;
+  const bool under_header = name_columns(fields, named);
+  const line_fields& f = under_header ? named : fields;
   if (f.resume) resume_pending_ = true;
-  // Only templates with a candidate counter are remembered: most lines of a log have numbers
-  // and none of them counts steps.
+  // Only templates with a candidate counter (or an epoch) are remembered: most lines of a log
+  // have numbers and none of them counts steps.
   template_state scratch;
+  scratch.new_steps_before = new_steps_;
   template_state* t = &scratch;
   const auto it = templates_.find(f.template_hash);
   if (it != templates_.end()) t = &it->second;
@@ -153,10 +224,19 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   t->value_hash = f.value_hash;
 
   const choice c = choose(message, f, *t);
-  if (it == templates_.end() && c.counter != nullptr && c.score > 0 &&
+  // A fraction under a name that is no counter, on a line of evaluation, is that loop's progress
+  // (fairseq's "valid on 'valid' subset  1000 / 1311 loss=3.24").
+  const bool candidate =
+      c.counter != nullptr && c.score > 0 &&
+      !(f.eval_tag && c.counter->role == field_role::none && !c.counter->key.empty());
+  if (it == templates_.end() && (candidate || c.epoch != nullptr) &&
       templates_.size() < kMaxTemplates) {
     t = &templates_.emplace(f.template_hash, scratch).first->second;
   }
+  const std::uint64_t seen_line = t->last_line;
+  const std::uint64_t steps_then = t->steps_at_last;
+  t->last_line = line;
+  t->steps_at_last = new_steps_;
 
   // Results of an evaluation: tagged so ("[valid]", "Validation-accuracy=", "Test set:"), or
   // valued for evaluation only, with no counter ahead of the run's step.
@@ -173,22 +253,28 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     return true;
   };
 
-  if (c.counter == nullptr || c.score <= 0) {
-    // "Epoch 2/5" alone: the epoch of the counters that follow.
-    if (f.count == 1 && message.size() <= 24 && f.fields[0].role == field_role::epoch &&
-        f.fields[0].key.data() == message.data()) {
-      announced_epoch_ = epoch_seen{f.fields[0].value, f.fields[0].total};
-    }
+  const auto a = announced(message, f);
+  if (a) announced_epoch_ = a;
+  const field* cp = candidate ? c.counter : nullptr;
+  bool epoch_counter = false;
+  if (cp == nullptr && c.epoch != nullptr) {
+    template_state probe = *t;
+    probe.steps_at_last = steps_then;
+    epoch_counter = epoch_is_step(message, f, probe, eval, a.has_value());
+    if (epoch_counter) cp = c.epoch;
+  }
+  if (cp == nullptr) {
     if (eval && new_steps_ > 0) return eval_result(0, "evaluation results (no step counter)");
     if (why) {
-      *why = c.counter == nullptr ? "no field that counts steps"
+      *why = c.counter == nullptr ? (c.epoch != nullptr ? "an epoch, and the log counts steps"
+                                                        : "no field that counts steps")
                                   : fmt::format("field #{} ('{}') is not a step counter",
                                                 c.counter->index, c.counter->key);
     }
     return false;
   }
 
-  const field& cf = *c.counter;
+  const field& cf = *cp;
   // A bar's first draw ("0/870") has not done an iteration yet.
   if (cf.place == field_place::bar && cf.value == 0) {
     if (why) *why = "a progress bar at 0: nothing done yet";
@@ -210,21 +296,40 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   }
   // A counter over another total in the same template is another loop (an evaluation bar
   // beside the training bar).
-  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total) {
+  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter) {
     if (why) *why = fmt::format("counts to {}, not {}: another loop", *cf.total, *t->last_total);
     return false;
   }
+  // Another row of a table whose row counter is known counts something else.  A count of
+  // updates ("n_updates", which PPO raises by its epochs each iteration) is the step only in a
+  // table that names no iteration: from its second table on, none having named one since.
+  const bool row = step_row(f, cf);
+  const bool update_row = row && starts_with_ci(cf.key, "n_");
+  if (row && row_counter_ && *row_counter_ != f.template_hash &&
+      (update_row || !row_counter_is_update_)) {
+    if (why) *why = "another row of the table that counts the steps";
+    return false;
+  }
+  if (update_row && !row_counter_ && t->lines < 2) {
+    if (why) *why = "a count of updates: the step if no row names an iteration";
+    return false;
+  }
   const std::optional<std::uint64_t> prev = t->last_value;
-  bool rolled = false;
-  std::optional<std::uint64_t> epoch;
-  std::optional<std::uint64_t> epochs;
   std::optional<epoch_seen> e;
-  if (c.epoch != nullptr) {
+  if (epoch_counter) {
+    // The epoch as printed is the step.
+  } else if (c.epoch != nullptr) {
     e = epoch_seen{c.epoch->value, c.epoch->total};
   } else if (cf.total && announced_epoch_ && cf.role != field_role::global) {
     e = announced_epoch_;
   }
-  const std::uint64_t g = globalize(cf, e, *t, rolled, epoch, epochs);
+  global_step gs;
+  if (epoch_counter) {
+    gs.step = cf.value;
+  } else {
+    gs = globalize(cf, e, *t, seen_line != 0 && line > seen_line + 1);
+  }
+  const std::uint64_t g = gs.step;
   if (prev && cf.value > *prev) {
     const std::uint64_t stride = cf.value - *prev;
     t->steady = stride == t->stride && moved ? static_cast<std::uint8_t>(t->steady + 1)
@@ -238,13 +343,15 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
 
   const std::string field_desc =
       why ? fmt::format("field #{} {}'{}'{}", cf.index, cf.key.empty() ? "" : "named ", cf.key,
-                        c.epoch ? fmt::format(" with epoch field #{}", c.epoch->index) : "")
+                        c.epoch && !epoch_counter
+                            ? fmt::format(" with epoch field #{}", c.epoch->index)
+                            : "")
           : std::string();
   if (eval && (!last_step_ || g <= *last_step_) && new_steps_ > 0)
     return eval_result(g, "evaluation results at the run's step");
   // A line of another template than the run's steps, with values for evaluation, at (or just
   // ahead of) the run's step: nanoGPT's "step 250: train loss 1.96, val loss 2.06" beside its
-  // "iter 250: loss ..." lines.
+  // "iter 250: ..." lines.
   if ((f.eval_tag || f.eval_values) && !f.notice && last_step_ && primary_ != f.template_hash &&
       g <= *last_step_ + 2 * std::max<std::uint64_t>(last_gap_, 1)) {
     return eval_result(g, "evaluation results beside the run's steps");
@@ -256,7 +363,8 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   for (std::size_t i = 0; i < f.count && c.score >= 100 && !beside; ++i)
     beside = &f.fields[i] != c.counter && f.fields[i].role == field_role::step;
   const bool evidence = !f.notice && ((c.score >= 40 && f.metric_values) || step_row(f, cf) ||
-                                      beside || cf.place == field_place::bar);
+                                      beside || cf.place == field_place::bar || under_header ||
+                                      epoch_counter || progress_header(message, cf));
   const bool behaved = !f.notice && t->steady >= 2;
   if (!t->adopted && !evidence && !behaved) {
     if (why) {
@@ -270,7 +378,8 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
 
   // Held to the run: once steps are under way, a counter of another template must repeat the
   // run's step, follow it, or go back a little.
-  if (!follows_run(f.template_hash, g, c.score >= 60 && cf.place != field_place::bar)) {
+  if (!follows_run(f.template_hash, g,
+                   c.score >= 60 && cf.place != field_place::bar && !epoch_counter)) {
     const std::uint64_t last = *last_step_;
     bool fits = false;
     if (t->deferred_since && *t->deferred_since == new_steps_ && prev && cf.value > *prev) {
@@ -286,27 +395,34 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     }
   }
   t->adopted = true;
+  t->epoch_step = epoch_counter;
+  if (row && (!row_counter_ || (row_counter_is_update_ && !update_row))) {
+    row_counter_ = f.template_hash;
+    row_counter_is_update_ = update_row;
+  }
   m.kind = line_kind::step;
   m.step = g;
-  m.total = cf.total;
+  m.total = gs.total;
   m.bar = cf.place == field_place::bar;
-  m.epoch = epoch;
-  m.epochs = epochs;
-  m.epoch_rollover = rolled;
+  m.epoch = gs.epoch;
+  m.epochs = gs.epochs;
+  m.epoch_rollover = gs.rolled;
   m.format = "learnt";
   m.metrics_text = message;
   if (!t->style) t->style = style_of(message);  // a template prints its metrics one way
   m.style = *t->style;
   if (why) {
-    const char* how = t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
-                      : step_row(f, cf)         ? "a row that names the step"
-                      : c.score >= 100          ? "named as the global step"
-                      : c.score >= 60           ? "named as a step counter"
-                      : c.score >= 50           ? "a counter beside the epoch"
-                                                : "where counters stand";
+    const char* how = epoch_counter               ? "the epoch: the log counts nothing finer"
+                      : t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
+                      : step_row(f, cf)           ? "a row that names the step"
+                      : under_header              ? "a row under a header that names it"
+                      : c.score >= 100            ? "named as the global step"
+                      : c.score >= 60             ? "named as a step counter"
+                      : c.score >= 50             ? "a counter beside the epoch or a bar's count"
+                                                  : "where counters stand";
     *why = fmt::format("learnt counter: {} ({}{}){}", field_desc, how,
                        f.metric_values ? ", training values on the line" : "",
-                       rolled ? "; a new epoch: the count goes on" : "");
+                       gs.rolled ? "; a new epoch: the count goes on" : "");
   }
   return true;
 }
@@ -323,28 +439,6 @@ bool counter_learner::follows_run(std::uint64_t template_hash, std::uint64_t g, 
   return g * 2 >= last || named;
 }
 
-void counter_learner::note_header(std::string_view message) {
-  std::size_t i = 0;
-  while (i < message.size() && is_space(message[i]))
-    ++i;
-  std::size_t e = i;
-  while (e < message.size() && !is_space(message[e]))
-    ++e;
-  // A header has several columns, of names only.
-  std::size_t words = 0;
-  for (std::size_t k = 0; k < message.size(); ++k) {
-    if (!is_space(message[k]) && (k == 0 || is_space(message[k - 1]))) ++words;
-  }
-  if (words < 3) return;
-  std::string column(message.substr(i, e - i));
-  column += " 1";
-  line_fields f;
-  read_fields(column, f);
-  // Only a counter's name is kept (a header of other names changes nothing), so that lines the
-  // prefilter skips could not have changed it.
-  if (f.count == 1 && f.fields[0].role != field_role::none) first_column_ = f.fields[0].role;
-}
-
 void counter_learner::on_new_step(std::uint64_t step, std::uint64_t gap,
                                   std::optional<std::uint64_t> template_hash) {
   if (gap == 0) return;
@@ -352,6 +446,9 @@ void counter_learner::on_new_step(std::uint64_t step, std::uint64_t gap,
   last_step_ = step;
   last_gap_ = gap;
   primary_ = template_hash;
+  const auto it = template_hash ? templates_.find(*template_hash) : templates_.end();
+  if (it == templates_.end() || !it->second.epoch_step) ++finer_steps_;
+  if (it != templates_.end()) it->second.steps_at_last = new_steps_;
 }
 
 }  // namespace joules::steps

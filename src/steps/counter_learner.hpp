@@ -6,19 +6,24 @@
 //
 //  - on the first line of a template, from what the line shows: a field named like a step
 //    counter (step, iter, Up., tick, global_step, "N iter", "683-1364batch") or standing where
-//    counters stand (the start of the message, "[N]" first) on a line that carries training
-//    quantities (loss, lr, accuracy, auc, rmse, time, rate, ...); a global counter wins over a
-//    local one; an epoch beside the counter makes it per-epoch;
+//    counters stand (the start of the message, "[N]" first, a fraction "i = 5 / 100") on a line
+//    that carries training quantities (loss, lr, accuracy, auc, rmse, time, rate, ...); a global
+//    counter wins over a local one, a progress bar's count over a step named in its description;
+//    an epoch beside the counter makes it per-epoch;
 //  - on later lines, from how the field behaves: a candidate that advances by a steady stride
 //    while the line's other values change is taken from its third line even without names;
 //  - against the run: once steps are under way, a template whose counter neither repeats nor
 //    follows the run's step (TFLearn's sample count beside its step line) is held back until it
-//    is the only counter left.
+//    is the only counter left;
+//  - an epoch is the step when the log counts nothing finer: a line of training values per
+//    epoch (RecBole's "epoch 3 training [time: 1.8s, train loss: 157.2]"), or an epoch announced
+//    again with no step since the last announcement (nnU-Net's "epoch:  7").
 //
 // A line is decided when it arrives: wrap places a boundary at its arrival, and a boundary cannot
 // be placed at an earlier line later (docs/step-formats.md, "The general mechanism").  Pure
 // logic; not thread-safe (one per parser).
 
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -32,10 +37,12 @@ namespace joules::steps {
 
 class counter_learner {
  public:
-  // What the learner makes of `message` (with its fields `f`).  On a step, sets `m` to it (step
-  // global, format "learnt") and returns true; an evaluation result sets m.kind to phase_end.
-  // `why`, when not null, receives the reason (joules steps --explain).
-  bool observe(std::string_view message, const line_fields& f, match& m, std::string* why);
+  // What the learner makes of `message` (with its fields `f`), the parser's `line`-th line
+  // (rewrites counted).  On a step, sets `m` to it (step global, format "learnt") and returns
+  // true; an evaluation result sets m.kind to phase_end.  `why`, when not null, receives the
+  // reason (joules steps --explain).
+  bool observe(std::string_view message, const line_fields& f, std::uint64_t line, match& m,
+               std::string* why);
 
   // Whether a step `g` read from a template may be the run's step: the run's own template always
   // is; another repeats the run's step, follows it, jumps ahead (a log resumed later), goes back
@@ -51,8 +58,9 @@ class counter_learner {
   // A resume or restart notice: the next counter that goes back is a new start, not a late copy.
   bool resume_pending() const { return resume_pending_; }
   void note_resume() { resume_pending_ = true; }
-  // A table's header ("     Epoch   gpu_mem       box       obj ..."): the role of its first
-  // column names the unnamed number that opens the rows below it.
+  // A line with no number (or none that counts) may head a table ("     Epoch   gpu_mem
+  // box ...", spaCy's "E    #       LOSS TOK2VEC ..."): the roles of its first two columns name
+  // the unnamed numbers that open the rows below it.
   void note_header(std::string_view message);
   void clear_resume() { resume_pending_ = false; }
 
@@ -64,12 +72,16 @@ class counter_learner {
     std::uint8_t counter = kNoField;  // the counter's rank among the message's whole numbers
     std::uint8_t epoch = kNoField;
     bool chosen = false;
-    bool adopted = false;  // its counter is a step counter
+    bool adopted = false;     // its counter is a step counter
+    bool epoch_step = false;  // its counter is an epoch, the run's step (nothing finer)
     std::uint16_t lines = 0;
     std::optional<std::uint64_t> last_value;  // the counter as printed
     std::uint64_t stride = 0;
     std::uint8_t steady = 0;  // transitions in a row with that stride while values moved
     std::uint64_t value_hash = 0;
+    std::uint64_t last_line = 0;         // the parser's line it was last seen on (from 1)
+    std::uint64_t steps_at_last = 0;     // the run's new steps when it was last seen
+    std::uint64_t new_steps_before = 0;  // the run's new steps when it was first seen
     // Per-epoch counting: the steps of the epochs before the current one.
     std::optional<std::uint64_t> last_epoch;
     std::uint64_t epoch_sum = 0;
@@ -85,26 +97,47 @@ class counter_learner {
     int score = 0;
   };
   choice choose(std::string_view message, const line_fields& f, template_state& t) const;
-  // The counter as a global step; sets `rolled` when an epoch began.
   // The epoch a counter belongs to: printed beside it, or announced on a line of its own
   // ("Epoch 2/5" before Keras' bars).
   struct epoch_seen {
     std::uint64_t value = 0;
     std::optional<std::uint64_t> total;
   };
-  std::uint64_t globalize(const field& c, std::optional<epoch_seen> e, template_state& t,
-                          bool& rolled, std::optional<std::uint64_t>& epoch,
-                          std::optional<std::uint64_t>& epochs);
+  struct global_step {
+    std::uint64_t step = 0;
+    std::optional<std::uint64_t> total;  // the counter's total, in steps
+    bool rolled = false;                 // an epoch began
+    std::optional<std::uint64_t> epoch;
+    std::optional<std::uint64_t> epochs;
+  };
+  // The counter `c` as a global step (steps/counter_epochs.cpp).  `others_between`: other
+  // lines came since the template's last one.
+  global_step globalize(const field& c, std::optional<epoch_seen> e, template_state& t,
+                        bool others_between);
+  // An epoch a message announces: "Epoch 2/5" alone, or after a bar at 0 ("  0%|   | 0/469
+  // [00:00<?, ?it/s]EPOCH: 0").
+  static std::optional<epoch_seen> announced(std::string_view message, const line_fields& f);
+  // Rows under a table header: the numbers that open a row named by the header's columns.
+  bool name_columns(const line_fields& fields, line_fields& named) const;
+  // The epoch as the run's step (the log counts nothing finer): whether `t` may be taken now.
+  bool epoch_is_step(std::string_view message, const line_fields& f, const template_state& t,
+                     bool eval, bool announcement) const;
 
   std::unordered_map<std::uint64_t, template_state> templates_;
   // The template whose counter made the last new step, when a template did.
   std::optional<std::uint64_t> primary_;
+  // The first table row taken as a step counter ("| iterations | 18 |"): the other rows of the
+  // table count other things (Stable-Baselines3's n_updates beside its iterations).
+  std::optional<std::uint64_t> row_counter_;
+  bool row_counter_is_update_ = false;
   std::optional<epoch_seen> announced_epoch_;
   std::optional<std::uint64_t> epoch_base_;  // what the run counts epochs from
-  field_role first_column_ = field_role::none;
+  std::array<field_role, 2> columns_{field_role::none, field_role::none};
   std::optional<std::uint64_t> last_step_;
   std::uint64_t last_gap_ = 0;
   std::uint64_t new_steps_ = 0;
+  // New steps made by counters finer than an epoch: once there are any, an epoch is not a step.
+  std::uint64_t finer_steps_ = 0;
   bool resume_pending_ = false;
 };
 

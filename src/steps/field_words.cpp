@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <string>
 
 #include "steps/scan.hpp"
 
@@ -9,10 +10,10 @@ namespace joules::steps {
 namespace {
 
 enum : std::uint16_t {
-  kStep = 1,           // names a step counter: step, iter, update, batch, tick, round, "Up."
-  kEpoch = 2,          // epoch, epochs, ep
-  kSample = 4,         // samples, images, sentences, tokens, kimg: data, not steps
-  kMention = 8,        // "at step 500", "from iteration 3"
+  kStep = 1,     // names a step counter: step, iter, update, batch, minibatch, tick, round, "Up."
+  kEpoch = 2,    // epoch, epochs, ep
+  kSample = 4,   // samples, images, sentences, tokens, kimg: data, not steps
+  kMention = 8,  // "at step 500", "from iteration 3"
   kOtherLoop = 16,     // "eval step 100", "warmup step 5", "Iter(val)"
   kGlobalPrefix = 32,  // global_step, total_step, current_steps, num_updates, training_iteration
   kStepPrefix = 64,    // train_step, cur_iter, opt_step, trainer/step
@@ -29,7 +30,7 @@ using wc = word_class;
 // One table for every word the field reader knows, sorted for a binary search: a log line has
 // tens of words and each is looked up once.
 constexpr auto kVocabulary = [] {
-  std::array<entry, 135> t = {{
+  std::array<entry, 139> t = {{
       {"acc", wc::loss_like},
       {"accuracy", wc::loss_like},
       {"after", wc::none, kMention},
@@ -79,6 +80,7 @@ constexpr auto kVocabulary = [] {
       {"iteration", wc::none, kStep},
       {"iterations", wc::none, kStep},
       {"iters", wc::none, kStep},
+      {"itn", wc::none, kStep},
       {"kimg", wc::metric, kSample},
       {"learn", wc::train},
       {"learning", wc::loss_like},
@@ -89,6 +91,8 @@ constexpr auto kVocabulary = [] {
       {"mae", wc::metric},
       {"map", wc::metric},
       {"merror", wc::metric},
+      {"minibatch", wc::none, kStep},
+      {"minibatches", wc::none, kStep},
       {"mse", wc::metric},
       {"nimg", wc::none, kSample},
       {"norm", wc::metric},
@@ -137,6 +141,7 @@ constexpr auto kVocabulary = [] {
       {"speed", wc::metric},
       {"step", wc::none, kStep},
       {"steps", wc::none, kStep},
+      {"stopping", wc::notice},  // "stopping_early: wallclock_cap ... step:1312/20000"
       {"test", wc::eval, kOtherLoop},
       {"testing", wc::eval, kOtherLoop},
       {"tick", wc::none, kStep},
@@ -280,6 +285,64 @@ bool is_mention_word(std::string_view w) {
 
 bool is_other_loop_key(std::string_view w) {
   return has(w, kOtherLoop);
+}
+
+// The message with its numbers as # (steps/fields.hpp), and the names of field roles: the text
+// joules steps --explain shows.
+std::string template_text(std::string_view message) {
+  std::string t;
+  t.reserve(message.size());
+  bool space = false;
+  const std::size_t n = message.size();
+  for (std::size_t i = 0; i < n; ++i) {
+    const char c = message[i];
+    if (is_digit(c) && !(i > 0 && (is_alpha(message[i - 1]) || message[i - 1] == '_'))) {
+      while (i + 1 < n && is_digit(message[i + 1]))
+        ++i;
+      // 1.5, 1,052,108, 12:54:33 and 1e-05 are one number each.
+      while (i + 2 < n &&
+             (message[i + 1] == '.' || message[i + 1] == ',' || message[i + 1] == ':') &&
+             is_digit(message[i + 2])) {
+        i += 2;
+        while (i + 1 < n && is_digit(message[i + 1]))
+          ++i;
+      }
+      if (i + 2 < n && (message[i + 1] == 'e' || message[i + 1] == 'E') &&
+          (is_digit(message[i + 2]) || ((message[i + 2] == '-' || message[i + 2] == '+') &&
+                                        i + 3 < n && is_digit(message[i + 3])))) {
+        i += 2;
+        while (i + 1 < n && is_digit(message[i + 1]))
+          ++i;
+      }
+      t += '#';
+      space = false;
+      continue;
+    }
+    if (is_space(c)) {
+      if (!space) t += ' ';
+      space = true;
+      continue;
+    }
+    t += c;
+    space = false;
+  }
+  return t;
+}
+
+std::string_view to_string(field_role r) {
+  switch (r) {
+    case field_role::none:
+      return "none";
+    case field_role::step:
+      return "step";
+    case field_role::global:
+      return "global step";
+    case field_role::epoch:
+      return "epoch";
+    case field_role::samples:
+      return "samples";
+  }
+  return "none";
 }
 
 }  // namespace joules::steps

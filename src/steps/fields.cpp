@@ -8,6 +8,9 @@
 namespace joules::steps {
 namespace {
 
+// What may stand before a message's first word: "| valid on ...", "====> Validation loss: 1.95".
+constexpr std::string_view kLeadMarks = " \t|[=>*#";
+
 constexpr std::uint64_t kFnvBasis = 1469598103934665603ULL;
 constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 
@@ -28,7 +31,8 @@ constexpr bool key_gap(char c) {
 // The key before position `at` (a number's start): the word across key_gap characters, or empty.
 // Sets `bracket` when a '[' stood between them, `prev` to the word before the key.
 std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
-                            std::string_view& prev, std::string_view& qualifier) {
+                            std::string_view& prev, std::string_view& qualifier,
+                            std::string_view& before_prev) {
   std::size_t i = at;
   std::size_t gap = 0;
   while (i > 0 && key_gap(s[i - 1]) && gap < 40) {
@@ -58,7 +62,37 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
   while (b > 0 && is_alpha(s[b - 1]))
     --b;
   prev = s.substr(b, j - b);
+  std::size_t k = b;
+  while (k > 0 && is_space(s[k - 1]))
+    --k;
+  std::size_t w = k;
+  while (w > 0 && is_alpha(s[w - 1]))
+    --w;
+  before_prev = s.substr(w, k - w);
   return key;
+}
+
+// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
+bool opens_bracket(std::string_view s, std::size_t start) {
+  std::size_t i = start;
+  while (i > 0 && s[i - 1] == ' ')
+    --i;
+  return i > 0 && s[i - 1] == '[';
+}
+
+// A row of a table drawn with bars: "|    n_updates        | 99       |" (the bar that opens it
+// may have been taken for old fairseq's "| " prefix).
+bool drawn_row(std::string_view s) {
+  std::size_t e = s.size();
+  while (e > 0 && is_space(s[e - 1]))
+    --e;
+  return e > 0 && s[e - 1] == '|';
+}
+
+// "n_updates", "n_steps": a count of updates named in a table of training statistics.
+bool counted_updates(std::string_view key) {
+  if (key.size() < 3 || (key[0] != 'n' && key[0] != 'N') || key[1] != '_') return false;
+  return role_of_key(key.substr(2)) == field_role::step;
 }
 
 // The word right after a number ("1epoch", "1364batch", "91300 iter", "9280 images"): only a
@@ -94,6 +128,7 @@ struct scanner {
   bool light = false;
   bool counts = false;
   std::uint8_t ints = 0;
+  bool quantity = false;  // a whole number with a unit
   bool space = false;
   // The message's words, for its description.
   bool metric = false;
@@ -174,7 +209,13 @@ struct scanner {
     bool bracket = false;
     std::string_view prev;
     std::string_view qualifier;
-    const std::string_view key = key_before(s, start, bracket, prev, qualifier);
+    std::string_view before_prev;
+    const std::string_view key = key_before(s, start, bracket, prev, qualifier, before_prev);
+    // "Score at iteration 185 is 0.16" (DL4J): a value reported at a step is a step line, where
+    // "Saving checkpoint at step 500" mentions one.
+    const word_class reported = class_of_word(before_prev);
+    const bool mention = is_mention_word(prev) && reported != word_class::metric &&
+                         reported != word_class::loss_like;
     std::string_view after = key_after(s, total ? total_end : end);
     // "finished 998 iteration": the word after names the counter when the one before does not.
     if (!key.empty() && !after.empty() && role_of_key(key) == field_role::none) {
@@ -188,7 +229,10 @@ struct scanner {
       f.place = bracket ? field_place::bracket : field_place::keyed;
       // "global step 1", "Training Step: 8": the word before a bare step key.
       if (f.role == field_role::step && eq_ci(prev, "global")) f.role = field_role::global;
-      if (is_mention_word(prev) || is_other_loop_key(prev)) f.not_training = true;
+      if (mention || is_other_loop_key(prev)) f.not_training = true;
+      // "|    n_updates        | 99       |" (Stable-Baselines3): the updates so far.
+      if (f.role == field_role::none && drawn_row(s) && counted_updates(trim_key(key)))
+        f.role = field_role::global;
       if (is_other_loop_key(trim_key(key)) || is_other_loop_key(qualifier)) f.not_training = true;
       if (is_other_loop_key(qualifier)) eval_word = true;
     } else if (!after.empty()) {
@@ -216,7 +260,7 @@ struct scanner {
     }
     // What the learner could take (counter_learner.cpp, score_of) or needs (an epoch).
     counts = counts || f.role == field_role::step || f.role == field_role::global ||
-             f.role == field_role::epoch ||
+             f.role == field_role::epoch || (f.total && !f.key.empty()) ||
              (f.key.empty() && f.place != field_place::other && f.place != field_place::keyed);
     // "Epoch  1, 12900/37527", "Train Epoch: 0 [ 64/109468 (0%)]": a counter right after the
     // epoch is that epoch's batch (or sample) count.
@@ -296,13 +340,20 @@ struct scanner {
     std::optional<std::uint64_t> total;
     std::size_t total_end = j;
     std::size_t range_end = 0;
-    if (whole && !skip && j + 1 < n && s[j] == '-' && is_digit(s[j + 1])) {
-      // "683-1364batch" is a range of steps; "2021-07-17" a date.
-      std::size_t k = j + 1;
+    // In brackets, a range may pad its end: CNTK's "Minibatch[   1-  10, 0.00%]".
+    const bool in_brackets = whole && !skip && j < n && s[j] == '-' && opens_bracket(s, start);
+    std::size_t dash_end = j + 1;
+    while (in_brackets && dash_end < n && s[dash_end] == ' ' && dash_end - j < 8)
+      ++dash_end;
+    if (whole && !skip && dash_end < n && s[j] == '-' && is_digit(s[dash_end])) {
+      // "683-1364batch" and "Batch [0-100]" are ranges of steps; "2021-07-17" a date.
+      std::size_t k = dash_end;
       std::uint64_t w = 0;
-      while (k < n && is_digit(s[k]))
+      while (k < n && is_digit(s[k]) && k - dash_end < 19)
         w = w * 10 + static_cast<std::uint64_t>(s[k++] - '0');
-      if (k < n && is_alpha(s[k]) && w >= v) {
+      const bool range_next =
+          (k < n && is_alpha(s[k])) || (in_brackets && (k >= n || (s[k] != '-' && s[k] != '.')));
+      if (range_next && w >= v) {
         range_end = k;
         v = w;
       } else {
@@ -337,6 +388,19 @@ struct scanner {
         }
       }
     }
+    // "Epoch[ 1 of 10]", "step 5 of 100": a total in words.
+    if (whole && !skip && !range_end && !total && s.substr(j, 4) == " of " && j + 4 < n &&
+        is_digit(s[j + 4])) {
+      std::size_t m = j + 4;
+      std::uint64_t t = 0;
+      while (m < n && is_digit(s[m]) && m - j < 23)
+        t = t * 10 + static_cast<std::uint64_t>(s[m++] - '0');
+      if (m >= n || (s[m] != '.' && !is_alpha(s[m]))) {
+        total = t;
+        total_end = m;
+        j = m;
+      }
+    }
     // A unit right after the number ("58s", "6736Mb") makes it a quantity, not a counter.
     std::size_t u = j;
     while (u < n && is_alpha(s[u]))
@@ -344,15 +408,18 @@ struct scanner {
     const std::string_view unit = s.substr(j, u - j);
     mix(out.template_hash, '#');
     // "161ms/step" and "2s/step" share a template: a unit is part of the masked number.
-    if (!unit.empty() && unit_word(unit) && !range_end) j = u;
-    if (j < n && s[j] == '%') ++j;
+    if (!unit.empty() && unit_word(unit) && !range_end) {
+      j = u;
+      quantity = true;  // "train_time:17555ms": a measured value, as a float is
+    }
+    const bool percent = j < n && s[j] == '%';
+    if (percent) ++j;
     if (!whole) {
       out.float_values = true;
       for (std::size_t k = start; k < j; ++k)
         mix(out.value_hash, s[k]);
       mix(out.value_hash, ' ');
-    } else if (!skip && !overflow && (j >= n || s[j] != '%') &&
-               (unit.empty() || !unit_word(unit) || range_end)) {
+    } else if (!skip && !overflow && !percent && (unit.empty() || !unit_word(unit) || range_end)) {
       add_field(start, range_end ? range_end : j, v, total, total_end);
     }
     i = j;
@@ -361,7 +428,7 @@ struct scanner {
   void run() {
     out.count = 0;
     if (light) {
-      first_word = s.find_first_not_of(" \t|[");
+      first_word = s.find_first_not_of(kLeadMarks);
     } else {
       out = line_fields{};
     }
@@ -401,13 +468,16 @@ struct scanner {
           ++e;
         word(s.substr(i, e - i), prev_sep);
         // "[valid]" (Marian), "valid on 'valid' subset" (fairseq), a quoted evaluation word
-        // ("mode": "val"), and a message that opens with one ("Validation-accuracy", "Test
-        // set:", "eval step 100"): the line reports an evaluation.
+        // ("mode": "val"), a message that opens with one ("Validation-accuracy", "Test set:",
+        // "eval step 100") and one that labels the values after it ("Epoch 0, validation:
+        // ctc_loss=1.52", icefall; not "val: n/a" among training values): the line reports an
+        // evaluation.
         if (prev_word == word_class::eval) {
           const std::string_view w = s.substr(i, e - i);
           const bool quoted = i > 0 && (s[i - 1] == '"' || s[i - 1] == '\'') && e < n &&
                               s[e] == s[i - 1];  // {"mode": "val", ...} (MMCV's JSON log)
-          if (words == 0 || quoted || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
+          const bool label = e - i >= 4 && s.substr(e, 2) == ": " && i >= 2 && s[i - 2] == ',';
+          if (words == 0 || quoted || label || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
               (eq_ci(w, "valid") && s.substr(e, 3) == " on")) {
             out.eval_tag = true;
           }
@@ -461,7 +531,7 @@ struct scanner {
       prev_sep = c;
       ++i;
     }
-    out.metric_values = metric && (out.float_values || ints > out.count);
+    out.metric_values = metric && (out.float_values || quantity || ints > out.count);
     out.eval_values = eval_metric;
     out.eval_word = eval_word;
     // ESPnet2's "1epoch results: [train] ... [valid] loss=2.387": an epoch's results with
@@ -473,7 +543,7 @@ struct scanner {
 
   void describe() {
     std::string_view m = s;
-    while (!m.empty() && (is_space(m.front()) || m.front() == '|'))
+    while (!m.empty() && kLeadMarks.find(m.front()) != std::string_view::npos && m.front() != '[')
       m.remove_prefix(1);
     while (!m.empty() && (is_space(m.back()) || m.back() == '|'))
       m.remove_suffix(1);
@@ -502,6 +572,7 @@ struct scanner {
       for (std::size_t k = end; row && k < s.size(); ++k)
         row = is_space(s[k]) || s[k] == '|' || s[k] == ',' || s[k] == '"';
       out.record_row = row;
+      out.table_row = row && drawn_row(s);
     }
   }
 };
@@ -518,62 +589,6 @@ bool may_hold_counter(std::string_view message, line_fields& scratch) {
   sc.light = true;
   sc.run();
   return sc.counts;
-}
-
-std::string template_text(std::string_view message) {
-  std::string t;
-  t.reserve(message.size());
-  bool space = false;
-  const std::size_t n = message.size();
-  for (std::size_t i = 0; i < n; ++i) {
-    const char c = message[i];
-    if (is_digit(c) && !(i > 0 && (is_alpha(message[i - 1]) || message[i - 1] == '_'))) {
-      while (i + 1 < n && is_digit(message[i + 1]))
-        ++i;
-      // 1.5, 1,052,108, 12:54:33 and 1e-05 are one number each.
-      while (i + 2 < n &&
-             (message[i + 1] == '.' || message[i + 1] == ',' || message[i + 1] == ':') &&
-             is_digit(message[i + 2])) {
-        i += 2;
-        while (i + 1 < n && is_digit(message[i + 1]))
-          ++i;
-      }
-      if (i + 2 < n && (message[i + 1] == 'e' || message[i + 1] == 'E') &&
-          (is_digit(message[i + 2]) || ((message[i + 2] == '-' || message[i + 2] == '+') &&
-                                        i + 3 < n && is_digit(message[i + 3])))) {
-        i += 2;
-        while (i + 1 < n && is_digit(message[i + 1]))
-          ++i;
-      }
-      t += '#';
-      space = false;
-      continue;
-    }
-    if (is_space(c)) {
-      if (!space) t += ' ';
-      space = true;
-      continue;
-    }
-    t += c;
-    space = false;
-  }
-  return t;
-}
-
-std::string_view to_string(field_role r) {
-  switch (r) {
-    case field_role::none:
-      return "none";
-    case field_role::step:
-      return "step";
-    case field_role::global:
-      return "global step";
-    case field_role::epoch:
-      return "epoch";
-    case field_role::samples:
-      return "samples";
-  }
-  return "none";
 }
 
 }  // namespace joules::steps

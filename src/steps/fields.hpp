@@ -63,6 +63,7 @@ struct line_fields {
   // rmse, perplexity, time, speed, rate, ...
   bool metric_values = false;
   bool record_row = false;    // the message is one key and one number (a YAML line, a table row)
+  bool table_row = false;     // such a row drawn in a table: "|    iterations   | 18   |"
   bool eval_tag = false;      // [valid], "Validation", "Test set:", "valid on", "results:"
   bool eval_values = false;   // values named for evaluation: val_loss, valid's l2, Test-accuracy
   bool eval_word = false;     // eval, valid, validation, test, ... anywhere on the line

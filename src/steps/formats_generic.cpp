@@ -36,7 +36,7 @@ bool training_metric(const metric& m) {
 constexpr std::array<std::string_view, 6> kStepKeys = {"global_step", "num_updates", "iteration",
                                                        "steps",       "step",        "iter"};
 
-constexpr std::array<std::string_view, 15> kEvalBegin = {"***** running evaluation",
+constexpr std::array<std::string_view, 17> kEvalBegin = {"***** running evaluation",
                                                          "running evaluation",
                                                          "running validation",
                                                          "validating",
@@ -46,6 +46,8 @@ constexpr std::array<std::string_view, 15> kEvalBegin = {"***** running evaluati
                                                          "starting validation",
                                                          "starting evaluation",
                                                          "starting eval",
+                                                         "computing validation",
+                                                         "computing evaluation",
                                                          "validation:",
                                                          "evaluation:",
                                                          "running eval",
@@ -85,6 +87,12 @@ bool match_generic(std::string_view body, match& m, metric_namer* names) {
       std::uint64_t n = 0;
       std::optional<std::uint64_t> total;
       if (!c.fraction(n, total)) break;
+      // "iter 77 step 39: loss 10.83": with gradient accumulation the iterations count
+      // micro-batches and the steps count optimizer steps, the run's steps.
+      if ((key == "iter" || key == "iteration") &&
+          find_key_uint(body.substr(c.pos()), "step").has_value()) {
+        break;
+      }
       const std::string_view before = word_before(body, i);
       if (starts_with_ci(before, "warmup") || contains_ci(body, "checkpoint")) return false;
       // "Saving at step 500", "reached at step 10": a step mentioned, not a step line.
@@ -108,16 +116,15 @@ bool match_generic(std::string_view body, match& m, metric_namer* names) {
       for (const auto& x : metrics)
         training = training || training_metric(x);
       if (!training) return false;
-      bool has_loss = false;
       bool has_val = false;
-      for (const auto& x : metrics) {
-        has_loss = has_loss || x.name == "loss";
+      for (const auto& x : metrics)
         has_val = has_val || x.name == "val_loss";
-      }
       auto evalish = [](std::string_view w) {
         return starts_with_ci(w, "val") || starts_with_ci(w, "eval") || starts_with_ci(w, "test");
       };
-      const bool eval = evalish(before) || evalish(body) || (has_val && !has_loss);
+      // A validation loss, beside the training loss or not, reports an evaluation at that step
+      // (nanoGPT's "step 250: train loss 1.97, val loss 2.07" beside its "iter 250:" lines).
+      const bool eval = evalish(before) || evalish(body) || has_val;
       m.kind = eval ? line_kind::phase_end : line_kind::step;
       if (eval) m.phase = "eval";
       m.step = n;

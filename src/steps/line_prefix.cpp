@@ -62,6 +62,10 @@ std::size_t clock_len(std::string_view s) {
         ++i;
     }
   }
+  // "22:30:4", "12:345": not a clock, or one cut short; its digits must not be left behind as a
+  // counter.
+  if (i < s.size() && (is_digit(s[i]) || (s[i] == ':' && i + 1 < s.size() && is_digit(s[i + 1]))))
+    return 0;
   if (i < s.size() && s[i] == 'Z') ++i;
   return i;
 }
@@ -92,7 +96,11 @@ std::size_t timestamp_len(std::string_view s) {
   if (!(a == 4 ? c == 2 : (c == 4 || c == 2))) return 0;
   std::size_t i = a + 4 + c;
   if (i + 1 < s.size() && (s[i] == ' ' || s[i] == 'T')) {
-    if (const std::size_t t = clock_len(s.substr(i + 1))) i += 1 + t;
+    if (const std::size_t t = clock_len(s.substr(i + 1))) {
+      i += 1 + t;
+    } else if (is_digit(s[i + 1])) {
+      return 0;  // "2019-08-21 14Upoc": a timestamp cut short, whose digits are no counter
+    }
   }
   // A UTC offset after the time: +00:00 or +0000.
   if (i + 5 <= s.size() && (s[i] == '+' || s[i] == '-') && is_digit(s[i + 1]) &&
@@ -154,6 +162,17 @@ bool prefix_bracket(std::string_view inside) {
   while (i < inside.size() && is_space(inside[i]))
     ++i;
   if (i == inside.size() || is_digit(inside[i])) return false;
+  // A source location, "train.py:535" (icefall), "solver.cpp:208": the logger's, whatever the
+  // file is named.
+  if (const std::size_t colon = inside.rfind(':');
+      colon != std::string_view::npos && colon + 1 < inside.size() &&
+      digits_at(inside, colon + 1) == inside.size() - colon - 1) {
+    const std::size_t dot = inside.rfind('.', colon);
+    if (dot != std::string_view::npos && dot > i && dot + 1 < colon && is_alpha(inside[dot + 1]) &&
+        inside.find(' ', i) == std::string_view::npos) {
+      return true;
+    }
+  }
   static constexpr std::array<std::string_view, 8> kProgress = {"step", "batch", "epoch", "iter",
                                                                 "eval", "train", "val",   "test"};
   for (const auto word : kProgress) {

@@ -15,11 +15,11 @@ namespace {
 // "Snapshotting to", "Checkpoint at step"); "resum"/"restor" resumes, which the learnt counters
 // must see even without a number; "ep" (epoch, Marian's "Ep."), "upd"/"up." (updates, Marian's
 // "Up. 14000"), "tick" (StyleGAN), "round": the other names the learnt counters know
-// (steps/field_words.cpp).
-constexpr std::array<std::string_view, 25> kWords = {
-    "step",   "iter",  "infer",  "ep",    "eval", "eta",   "val",  "sav",         "test",
-    "train",  "tttg",  "ttp:",   "batch", "acc",  "num_u", "loss", "samples/sec", "snap",
-    "checkp", "resum", "restor", "upd",   "up.",  "tick",  "round"};
+// (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates").
+constexpr std::array<std::string_view, 26> kWords = {
+    "step",   "iter",  "infer",  "ep",    "eval", "eta",   "val",   "sav",         "test",
+    "train",  "tttg",  "ttp:",   "batch", "acc",  "num_u", "loss",  "samples/sec", "snap",
+    "checkp", "resum", "restor", "upd",   "up.",  "tick",  "round", "nupd"};
 
 enum : std::uint8_t {
   kPlain = 0,

@@ -43,6 +43,8 @@ struct step_parser::state {
   std::optional<std::uint64_t> epochs;      // the number of epochs, once the log has said it
   std::optional<std::uint64_t> last_batch;  // the last per-epoch counter, as printed
   std::uint64_t last_batch_total = 0;
+  std::uint64_t last_batch_line = 0;  // the line (rewrite) it was drawn on
+  std::uint64_t last_batch_desc = 0;  // a hash of its description
   std::optional<std::uint64_t> last_epoch;
   std::string_view last_format;
   // The phase of the last phase_end with no step or phase start since: a second end of the same
@@ -105,6 +107,15 @@ bool match_builtin(std::string_view body, format_state& st, match& m, const rule
   // A configuration printed at the start (a line of no format, or a dict) may say the epochs.
   if (m.kind == line_kind::none && !m.epochs) m.epochs = stated_epochs(body);
   return found;
+}
+
+// A bar's description, the text before its percentage, as a hash.
+std::uint64_t description_hash(std::string_view text) {
+  const std::size_t pct = text.find("%|");
+  std::uint64_t h = 1469598103934665603ULL;
+  for (const char c : text.substr(0, pct == std::string_view::npos ? 0 : pct))
+    h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ULL;
+  return h;
 }
 
 bool blank(std::string_view s) {
@@ -278,10 +289,11 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     // The general mechanism: counters of formats no rule knows.
     if (!found) {
       if (counts) {
-        found = s.learner.observe(body, s.fields, m, why);
+        found = s.learner.observe(body, s.fields, s.formats.lines, m, why);
         if (found) templ = s.fields.template_hash;
         if (why) *why = fmt::format("template \"{}\": {}", template_text(body), *why);
       } else if (digits) {
+        s.learner.note_header(body);  // spaCy's "E    #       LOSS TOK2VEC  LOSS NER ..."
         if (why)
           *why = fmt::format("template \"{}\": no field that counts steps", template_text(body));
       } else if (contains_ci(body, "resum") || contains_ci(body, "restor")) {
@@ -351,7 +363,15 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
       out.counter_restarted =
           same && s.last_epoch && *m.epoch > *s.last_epoch && m.step < *s.last_batch;
     } else {
-      if (same && m.step < *s.last_batch) {
+      // A finished bar drawn again after other output, with another description, is the next
+      // epoch's bar of which the log kept only the last state (a notebook's "Loss=0.05
+      // Batch_id=468 Accuracy=98.11: 100%|██████████| 469/469" after every epoch); tqdm's own
+      // redraw when it closes a bar repeats the description.
+      const std::uint64_t desc = description_hash(text);
+      const bool redrawn = m.goes_on && same && m.step == *s.last_batch && m.step == *m.total &&
+                           s.formats.lines > s.last_batch_line + 1 && desc != s.last_batch_desc;
+      s.last_batch_desc = desc;
+      if (same && (m.step < *s.last_batch || redrawn)) {
         s.epoch_base += s.last_batch_total;
         ++s.epochs_counted;
         out.counter_restarted = true;
@@ -362,6 +382,7 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     }
     s.last_batch = m.step;
     s.last_batch_total = *m.total;
+    s.last_batch_line = s.formats.lines;
     s.last_epoch = m.epoch;
   }
   // A learnt training bar that moves while an evaluation bar runs counts the evaluation's

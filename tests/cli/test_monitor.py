@@ -565,3 +565,32 @@ def test_q_quits_is_not_offered_without_a_keyboard(tmp):
         assert "joules monitor" in text and "q quits" not in text, text
     finally:
         p.close()
+
+
+def test_output_is_rotated_past_its_size_keeping_n_files(tmp):
+    out = tmp / "gpus.jsonl"
+    # A record of two simulated GPUs is about 3 kB: 7 kB holds two, so files rotate every two.
+    p = subprocess.Popen([JOULES, "monitor", "--backend", "sim", "--sim-gpus", "2", "--interval",
+                          "50", "--output", out, "--output-max-size", "7000", "--output-keep",
+                          "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(2.0)
+    p.send_signal(signal.SIGINT)
+    stdout, stderr = p.communicate(timeout=20)
+    assert p.returncode == 128 + signal.SIGINT, stderr
+    assert stdout == ""  # the records went to the file
+    files = sorted(x.name for x in tmp.iterdir() if x.name.startswith("gpus.jsonl"))
+    assert files == ["gpus.jsonl", "gpus.jsonl.1", "gpus.jsonl.2"], files
+    times = []
+    for name in ("gpus.jsonl.2", "gpus.jsonl.1", "gpus.jsonl"):
+        text = (tmp / name).read_text()
+        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        records = [json.loads(line) for line in text.splitlines()]
+        assert records and all(r["type"] == "monitor_sample" for r in records)
+        times += [r["monotonic_s"] for r in records]
+    assert len((tmp / "gpus.jsonl.2").read_text().splitlines()) == 2  # a full file
+    assert times == sorted(times) and len(set(times)) == len(times)  # oldest first, none twice
+
+
+def test_rotation_options_need_output():
+    r = joules("monitor", "--backend", "sim", "--output-keep", "3")
+    assert r.returncode == 2 and "--output-keep applies only with --output" in r.stderr

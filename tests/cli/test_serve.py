@@ -440,3 +440,21 @@ def test_a_port_in_use_is_an_error_not_a_hang():
         s.close()
     assert r.returncode != 0
     assert "joules: error:" in r.stderr and "in use" in r.stderr.lower()
+
+
+def test_the_default_port_is_19400_not_dcgm_exporters_9400(procs):
+    """docs/metrics.md, "The default port": 19400 unless --listen names one."""
+    help_text = joules("serve", "--help").stdout
+    assert "127.0.0.1:19400" in help_text and "127.0.0.1:9400" not in help_text
+    probe = socket.socket()
+    try:
+        probe.bind(("127.0.0.1", 19400))
+    except OSError:
+        pytest.skip("port 19400 is in use on this machine")
+    finally:
+        probe.close()
+    from exporter_util import Process
+    p = Process("serve", "--backend", "sim", "--sim-gpus", "1")
+    procs.append(p)
+    assert p.address == "127.0.0.1:19400"
+    assert "joules_gpu_power_watts" in names(p.scrape())

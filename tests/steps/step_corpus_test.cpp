@@ -185,7 +185,7 @@ double percent(int num, int den) {
 
 // The leave-one-trainer-out mean measured when docs/step-formats.md was last written, rounded
 // down: the general mechanism must not lose ground.
-constexpr double kLeaveOneOutFloor = 92.0;
+constexpr double kLeaveOneOutFloor = 97.0;
 
 // The files listed in tests/steps/corpus/collected_before_rules.txt.
 std::set<std::string> collected_before_rules(const fs::path& dir) {

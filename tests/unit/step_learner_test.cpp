@@ -269,5 +269,37 @@ TEST(StepLearner, WrapKeepsItsStepsAcrossCheckpointsEvaluationsAndRestarts) {
                                            "step 80", "step 60", "step 80", "tail"}));
 }
 
+TEST(StepLearner, NotebookBarsKeptOnlyAtTheEndOfEachEpoch) {
+  // A notebook keeps each epoch's last draw of the training bar, with another description every
+  // epoch; a bar at 0 drawn after it (the next epoch's first draw) is no step.
+  const std::string bar =
+      "|\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88\xe2\x96\x88| 469/469 [00:20<00:00, 22.70it/s]";
+  EXPECT_EQ(steps_of({"EPOCH: 0", "Loss=0.0556 Batch_id=468 Accuracy=90.76: 100%" + bar,
+                      "Test set: Average loss: 0.0779, Accuracy: 9759/10000 (97.59%)", "EPOCH: 1",
+                      "Loss=0.0243 Batch_id=468 Accuracy=97.63: 100%" + bar, "EPOCH: 2",
+                      "Loss=0.1705 Batch_id=468 Accuracy=98.11: 100%" + bar}),
+            (steps_list{{-1, 0}, {469, 1}, {-1, 0}, {-1, 0}, {938, 469}, {-1, 0}, {1407, 469}}));
+}
+
+TEST(StepLearner, StepsBesideIterationsAndStepHeaders) {
+  // Gradient accumulation: iterations count micro-batches, steps optimizer steps.
+  EXPECT_EQ(
+      steps_of({"Epoch 1 | iter 2 step 0 | loss train: 10.982, val: n/a | iter time: 118.21 ms",
+                "Epoch 1 | iter 4 step 1 | loss train: 10.970, val: n/a | iter time: 120.01 ms",
+                "Epoch 1 | iter 6 step 1 | loss train: 10.931, val: n/a | iter time: 119.02 ms"}),
+      (steps_list{{0, 1}, {1, 1}, {1, 0}}));
+  // A step counter over its total alone on its line heads the values that follow it.
+  EXPECT_EQ(steps_of({"[step=1/739328]", "    train/CrossEntropyLoss=11.05", "[step=2/739328]"}),
+            (steps_list{{1, 1}, {-1, 0}, {2, 1}}));
+  // An epoch announced as starting is not a step, a finished one with its values is while the
+  // log counts nothing finer.
+  EXPECT_EQ(
+      steps_of({"Finished Epoch[16 of 30]: [Training Set] TrainLossPerSample = 0.6258; "
+                "EvalErrPerSample = 0.2048",
+                "Starting Epoch 17: learning rate per sample = 0.000047  effective momentum = "
+                "0.900000"}),
+      (steps_list{{16, 1}, {-1, 0}}));
+}
+
 }  // namespace
 }  // namespace joules::steps

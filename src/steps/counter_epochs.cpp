@@ -1,0 +1,69 @@
+// Global steps from the counters the learner took (steps/counter_learner.hpp): a counter that
+// restarts every epoch becomes (epoch - base) * per-epoch + counter, one whose epoch's length is
+// not printed and a bar that restarts go on counting.  docs/step-formats.md ("Global
+// steps") describes the rules.
+
+#include "steps/counter_learner.hpp"
+
+namespace joules::steps {
+
+counter_learner::global_step counter_learner::globalize(const field& c, std::optional<epoch_seen> e,
+                                                        template_state& t, bool others_between) {
+  global_step out;
+  out.total = c.total;
+  const std::uint64_t v = c.value;
+  if (c.role == field_role::global) {
+    out.step = v;
+    return out;
+  }
+  if (e) {
+    if (!epoch_base_) {
+      // Epochs count from 1 ("Epoch 1/10", fairseq's "| epoch 005") unless the first one seen
+      // is 0.  A log that starts later (a resumed run, an excerpt) says nothing either way: its
+      // gaps are right, its step may be one epoch off.  One base for the run: the lines of one
+      // trainer count epochs one way, whichever template they have.
+      epoch_base_ = e->value == 0 ? 0 : 1;
+    }
+    const std::uint64_t base = *epoch_base_;
+    out.epoch = e->value >= base ? e->value - base : 0;
+    // "0/299" is the first of 300 epochs, "1/300" the first of 300.
+    if (e->total && *e->total > 0) out.epochs = *e->total + (base == 0 ? 1 : 0);
+    const bool changed = t.last_epoch && e->value != *t.last_epoch;
+    if (changed && t.last_value && v > *t.last_value && e->value > *t.last_epoch)
+      t.counter_is_global = true;  // PaddleSeg's "epoch: 2, iter: 520/40000"
+    t.last_epoch = e->value;
+    if (t.counter_is_global) {
+      out.step = v;
+      return out;
+    }
+    if (c.total && *c.total > 0) {
+      out.rolled = changed && t.last_value && v <= *t.last_value;
+      out.step = *out.epoch * *c.total + v;
+      return out;
+    }
+    // The batches of an epoch are not printed: an epoch holds as many as its last counter said.
+    if (changed && t.last_value && v <= *t.last_value) {
+      t.epoch_sum += *t.last_value;
+      out.rolled = true;
+    }
+    out.step = t.epoch_sum + v;
+    return out;
+  }
+  // No epoch printed: a counter that goes back to where it began is a new epoch, and the count
+  // goes on (a bar that restarts every epoch: "190/190" in the second epoch is step 380).
+  if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride &&
+      (!c.total || c.total == t.last_total)) {
+    t.epoch_sum += c.total ? *c.total : *t.last_value;
+    out.rolled = true;
+  } else if (c.place == field_place::bar && c.total && v == *c.total && t.last_value &&
+             *t.last_value == v && c.total == t.last_total && others_between) {
+    // A finished bar drawn again after other output: the next epoch's bar, of which the log
+    // kept only the last state (notebook output: "469/469" after every epoch).
+    t.epoch_sum += *c.total;
+    out.rolled = true;
+  }
+  out.step = t.epoch_sum + v;
+  return out;
+}
+
+}  // namespace joules::steps

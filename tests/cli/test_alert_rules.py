@@ -1,0 +1,311 @@
+"""deploy/prometheus/joules-rules.yml under `promtool test rules`, with input series that joules
+itself produced: `joules serve` (and `joules wrap --prometheus` for the run rules) runs on fake NVML
+scenarios (a lost GPU, ECC errors, a remap failure, throttling, a lowered power limit, a
+straggler, a healthy node), the test scrapes /metrics, turns every scraped sample into a promtool
+input series (the scraped value held for an hour, with the `job` and `instance` labels a
+Prometheus scrape adds), and checks that each alert fires exactly on the series it should and
+that no other alert fires. The recording rules are checked against Prometheus' own arithmetic on
+successive real scrapes."""
+import json
+import re
+import shutil
+import subprocess
+import time
+
+import pytest
+
+from conftest import ROOT, TRAINER, fake_gpus
+from exporter_util import Process, parse, serve
+
+PROMTOOL = shutil.which("promtool")
+RULES = ROOT / "deploy" / "prometheus" / "joules-rules.yml"
+INSTANCE = "node-1:19400"
+
+pytestmark = pytest.mark.skipif(PROMTOOL is None,
+                                reason="promtool not installed (scripts/install-deps test)")
+
+
+def h100(watts=300, **health):
+    d = {"name": "NVIDIA H100 80GB HBM3", "architecture": "hopper",
+         "power": {"type": "constant", "watts": watts}}
+    if health:
+        d["health"] = health
+    return d
+
+
+def alert_names():
+    names = re.findall(r"^\s*- alert: (\w+)$", RULES.read_text(), re.M)
+    assert len(names) >= 10, names
+    return names
+
+
+def scrape_serve(scenario, epoch_before_s=10.0, wait_s=1.5, scrapes=1, every_s=0.5,
+                 stop_after=False):
+    """Samples of `scrapes` scrapes of `joules serve` on the scenario, and the `up` values."""
+    env, _ = fake_gpus(scenario, epoch_before_s=epoch_before_s)
+    p = serve("--interval", "100", "--hostname", "node-1", env=env)
+    try:
+        time.sleep(wait_s)
+        out = []
+        for i in range(scrapes):
+            if i:
+                time.sleep(every_s)
+            out.append(parse(p.scrape()))
+        up = [1] * scrapes
+        if stop_after:
+            p.proc.terminate()
+            p.proc.communicate(timeout=20)
+            try:
+                p.scrape(timeout=2)
+                up.append(1)
+            except OSError:
+                up.append(0)
+        return out, up
+    finally:
+        p.kill()
+
+
+def number(v):
+    if v != v:  # NaN: promtool's series notation has no use for it here
+        return None
+    return repr(float(v))
+
+
+def selector(name, labels):
+    ls = dict(labels)
+    ls.update({"job": "joules", "instance": INSTANCE})
+    body = ",".join(f"{k}={json.dumps(v)}" for k, v in sorted(ls.items()))
+    return f"{name}{{{body}}}"
+
+
+def held_series(samples, up):
+    """Every sample held for an hour at 1 min intervals; `up` as Prometheus would record it."""
+    series = []
+    for (name, labels), v in sorted(samples.items()):
+        n = number(v)
+        if n is not None:
+            series.append({"series": selector(name, labels), "values": f"{n}x60"})
+    ups = " ".join(str(u) for u in up[:-1])
+    series.append({"series": f'up{{instance="{INSTANCE}",job="joules"}}',
+                   "values": (ups + " " if ups else "") + f"{up[-1]}x60"})
+    return series
+
+
+def render(template, labels):
+    return re.sub(r"\{\{ \$labels\.(\w+) \}\}", lambda m: labels.get(m.group(1), ""), template)
+
+
+def rule_texts():
+    """alert name -> (labels, annotations), read from the rules file, whose alerts each have a
+    `severity` label and double-quoted `summary` and `description` annotations."""
+    text = RULES.read_text()
+    out = {}
+    blocks = re.split(r"^\s*- (?=alert: )", text, flags=re.M)[1:]
+    for block in blocks:
+        block = re.split(r"^\s*- (?:name|record): ", block, flags=re.M)[0]
+        name = re.match(r"alert: (\w+)", block).group(1)
+        severity = re.search(r"^\s*severity: (\w+)$", block, re.M).group(1)
+        notes = dict(re.findall(r'^\s*(summary|description): "(.*)"$', block, re.M))
+        assert set(notes) == {"summary", "description"}, (name, notes)
+        out[name] = ({"severity": severity}, notes)
+    assert sorted(out) == sorted(alert_names())
+    return out
+
+
+def expected_alert(name, series_labels):
+    labels, annotations = rule_texts()[name]
+    ls = {k: v for k, v in series_labels.items()}
+    ls.update({"job": "joules", "instance": INSTANCE})
+    ls.update(labels)
+    return {"exp_labels": ls,
+            "exp_annotations": {k: render(v, ls) for k, v in annotations.items()}}
+
+
+def labels_of(samples, name, **match):
+    found = [dict(ls) for (n, ls), _ in samples.items()
+             if n == name and all(dict(ls).get(k) == v for k, v in match.items())]
+    assert found, (name, match)
+    return found
+
+
+def run_promtool(tmp, tests):
+    spec = {"rule_files": [str(RULES)], "evaluation_interval": "1m", "tests": tests}
+    path = tmp / "rules_test.yml"
+    path.write_text(json.dumps(spec, indent=1))  # JSON is YAML
+    r = subprocess.run([PROMTOOL, "test", "rules", str(path)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def alert_case(name, series, firing):
+    """A promtool test: at 60 min, each alert fires on exactly the series in `firing`
+    ({alert: [series labels]}), and every other alert does not fire."""
+    checks = []
+    for alert in alert_names():
+        exp = [expected_alert(alert, ls) for ls in firing.get(alert, [])]
+        checks.append({"eval_time": "60m", "alertname": alert, "exp_alerts": exp})
+    return {"name": name, "interval": "1m", "input_series": series, "alert_rule_test": checks}
+
+
+def test_the_rules_file_passes_promtool_check():
+    r = subprocess.run([PROMTOOL, "check", "rules", str(RULES)], capture_output=True, text=True,
+                       timeout=60)
+    assert r.returncode == 0, r.stdout + r.stderr
+
+
+def test_each_alert_fires_on_its_fault_and_none_on_a_healthy_node(tmp):
+    cases = []
+    firing_by_case = {}
+
+    healthy, up = scrape_serve({"devices": [h100(), h100()]})
+    cases.append(alert_case("healthy", held_series(healthy[0], up), {}))
+
+    lost, up = scrape_serve({"devices": [h100(), dict(h100(), faults=[{"at_s": 0,
+                                                                       "kind": "lost"}])]},
+                            epoch_before_s=-1.0, wait_s=2.0)
+    m = lost[0]
+    firing_by_case["lost"] = {"JoulesGpuLost": labels_of(m, "joules_gpu_lost", gpu="1"),
+                              "JoulesReadingsStale": labels_of(m, "joules_up")}
+    cases.append(alert_case("lost", held_series(m, up), firing_by_case["lost"]))
+
+    faulty, up = scrape_serve({"devices": [
+        h100(ecc_uncorrected=2, ecc_uncorrected_aggregate=2, retirement_pending=True),
+        h100(remap_failure=True, remap_pending=True, remapped_rows_uncorrected=1),
+        h100(clocks_event_reasons=0x40 | 0x80),  # HW thermal slowdown, HW power brake
+        dict(h100(), limits={"current_w": 500, "default_w": 700}),
+    ]})
+    m = faulty[0]
+    firing = {
+        "JoulesGpuEccUncorrectable": labels_of(m, "joules_gpu_ecc_errors_total", gpu="0",
+                                               type="uncorrected", scope="volatile"),
+        "JoulesGpuRetiredPagesPending": labels_of(m, "joules_gpu_retired_pages_pending", gpu="0"),
+        "JoulesGpuRowRemapFailure": labels_of(m, "joules_gpu_row_remap_failure", gpu="1"),
+        "JoulesGpuRowRemapPending": labels_of(m, "joules_gpu_row_remap_pending", gpu="1"),
+        "JoulesGpuThermalThrottling": labels_of(m, "joules_gpu_throttle_reason_active", gpu="2",
+                                                reason="hw_thermal"),
+        "JoulesGpuPowerBrake": labels_of(m, "joules_gpu_throttle_reason_active", gpu="2",
+                                         reason="power_brake"),
+    }
+    # The power-limit alert compares two series: its labels are those they share.
+    limit = labels_of(m, "joules_gpu_power_limit_watts", gpu="3")
+    firing["JoulesGpuPowerLimitChanged"] = limit
+    cases.append(alert_case("faults", held_series(m, up), firing))
+
+    _, up = scrape_serve({"devices": [h100()]}, stop_after=True)
+    assert up == [1, 0]
+    cases.append(alert_case("exporter down", held_series(healthy[0], up),
+                            {"JoulesExporterDown": [{}]}))
+
+    run = scrape_wrap_straggler()
+    m = run[-1]
+    straggler = labels_of(m, "joules_run_gpu_step_energy_deviation_ratio", gpu="2")
+    others = [dict(ls) for (n, ls), v in m.items()
+              if n == "joules_run_gpu_step_energy_deviation_ratio" and v < -0.1]
+    assert others == straggler, m  # only GPU 2 lags in the scenario
+    cases.append(alert_case("straggler", held_series(m, [1]), {"JoulesRunStraggler": straggler}))
+
+    run_promtool(tmp, cases)
+
+
+def scrape_wrap_straggler(scrapes=3):
+    """A run on four GPUs where GPU 2 draws 25 % less (tests/cli/test_wrap_nvml.py)."""
+    devices = [{"power": {"type": "constant", "watts": 600 if i != 2 else 450}}
+               for i in range(4)]
+    env, _ = fake_gpus({"devices": devices})
+    env["JOULES_HOSTNAME"] = "node-1"
+    p = Process("wrap", "--no-inline", "--run-id", "job-7",
+                "--prometheus", "127.0.0.1:0", "--straggler-window", "10", "--",
+                TRAINER, "--steps", "400", "--step-ms", "20", "--setup-ms", "50", env=env)
+    try:
+        out = []
+        deadline = time.monotonic() + 30
+        while len(out) < scrapes and time.monotonic() < deadline:
+            time.sleep(0.5)
+            m = parse(p.scrape())
+            if any(n == "joules_run_gpu_step_energy_deviation_ratio" for n, _ in m):
+                out.append(m)
+        assert len(out) == scrapes, "no per-GPU deviation in the run's /metrics"
+        return out
+    finally:
+        p.kill()
+
+
+def prometheus_increase(points, range_start, range_end):
+    """Prometheus 2's extrapolatedRate() for increase() of a counter (promql/functions.go)."""
+    if len(points) < 2:
+        return None
+    result = points[-1][1] - points[0][1]
+    last = 0.0
+    for _, v in points:
+        if v < last:
+            result += last
+        last = v
+    to_start = points[0][0] - range_start
+    to_end = range_end - points[-1][0]
+    sampled = points[-1][0] - points[0][0]
+    average = sampled / (len(points) - 1)
+    if result > 0 and points[0][1] >= 0:
+        to_zero = sampled * (points[0][1] / result)
+        if to_zero < to_start:
+            to_start = to_zero
+    threshold = average * 1.1
+    interval = sampled
+    interval += to_start if to_start < threshold else average / 2
+    interval += to_end if to_end < threshold else average / 2
+    return result * (interval / sampled)
+
+
+def test_the_energy_recording_rules_give_prometheus_own_numbers(tmp):
+    # Four scrapes of a node 0.5 s apart, laid out 1 min apart as Prometheus would store them.
+    scrapes, _ = scrape_serve({"devices": [h100(300), h100(450)]}, scrapes=4)
+    run = scrape_wrap_straggler(scrapes=1)[0]
+    keys = sorted({k for s in scrapes for k in s})
+    series = []
+    for name, labels in keys:
+        vals = [s.get((name, labels)) for s in scrapes]
+        if any(v is None or v != v for v in vals):
+            continue
+        series.append({"series": selector(name, labels),
+                       "values": " ".join(repr(float(v)) for v in vals)})
+    for (name, labels), v in sorted(run.items()):
+        if name.startswith("joules_run_") and v == v:
+            series.append({"series": selector(name, labels), "values": f"{v!r}x3"})
+
+    end = 180.0  # the 4th sample, at 3 min
+    def increase_of(pattern):
+        total = 0.0
+        for name, labels in keys:
+            if re.fullmatch(pattern, name) and dict(labels).get("hostname") == "node-1":
+                pts = [(60.0 * i, s[(name, labels)]) for i, s in enumerate(scrapes)]
+                total += prometheus_increase(pts, end - 86400.0, end)
+        return total
+
+    def rate5m_of(name):
+        total = 0.0
+        for n, labels in keys:
+            if n == name:
+                pts = [(60.0 * i, s[(n, labels)]) for i, s in enumerate(scrapes)]
+                total += prometheus_increase(pts, end - 300.0, end) / 300.0
+        return total
+
+    day_j = increase_of(r"joules_(gpu|cpu|dram)_energy_joules_total")
+    day_kwh = increase_of(r"joules_node_energy_kwh_total")
+    power_w = rate5m_of("joules_gpu_energy_joules_total")
+    assert day_j > 0 and day_kwh > 0 and power_w > 0
+    run_j = sum(v for (n, _), v in run.items() if n == "joules_run_energy_joules_total")
+    assert run_j > 0
+
+    def close(record, value, by):
+        tol = 1e-9 * abs(value) + 1e-12
+        return {"expr": f"abs({record} - {value!r}) <= bool {tol!r}", "eval_time": "3m",
+                "exp_samples": [{"labels": "{" + by + "}", "value": 1}]}
+
+    tests = [{"name": "energy", "interval": "1m", "input_series": series, "promql_expr_test": [
+        close("hostname:joules_energy_joules:increase1d", day_j, 'hostname="node-1"'),
+        close("hostname:joules_node_energy_kwh:increase1d", day_kwh, 'hostname="node-1"'),
+        close("hostname:joules_gpu_power_watts:rate5m", power_w, 'hostname="node-1"'),
+        close("run_id:joules_run_energy_joules:sum", run_j, 'run_id="job-7"'),
+        close("run_id_hostname:joules_run_energy_joules:sum", run_j,
+              'hostname="node-1",run_id="job-7"'),
+    ]}]
+    run_promtool(tmp, tests)
