@@ -4,7 +4,8 @@
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: demo test build deps deps-test bench format format-check tidy clean golden
+.PHONY: demo test test-python test-wheel test-integrations build deps deps-test bench format \
+	format-check tidy clean golden
 
 demo: deps build
 	@scripts/demo build/release
@@ -33,11 +34,29 @@ golden:
 	cmake --build build/dev -j $(JOBS) --target joules_unit_tests
 	JOULES_UPDATE_GOLDEN=1 build/dev/tests/joules_unit_tests --gtest_filter='Golden*'
 
+# The Python package (tests/python): its wheel built with g++ (a build tree of its own, so
+# minutes on 2 cores: not part of make test), a fresh venv, `joules` on its PATH, the API on
+# the fake NVML.  .ci/run runs it.
+test-python: deps-test
+	@scripts/test-python $(JOBS)
+
+# The manylinux_2_28 wheel (Zig's toolchain), auditwheel's check, and tests/python against it
+# installed from the file.  Slower than make test's build; .ci/run runs it.
+test-wheel: deps-test
+	@scripts/test-wheel $(JOBS)
+
+# The framework callbacks against real transformers, Lightning and Keras trainers on the CPU
+# (the frameworks, torch with its CUDA libraries: 5.7 GB in build/integrations-venv, installed
+# once).  Not in .ci/run: on a bare machine that download alone has no bound it can promise.
+test-integrations: deps-test
+	@scripts/test-integrations $(JOBS)
+
 bench:
 	@scripts/install-deps bench
 	cmake --preset release >/dev/null
 	cmake --build build/release -j $(JOBS)
 	bench/run
+	bench/python_package.py "$$(scripts/build-wheel $(JOBS) | tail -n 1)"
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp' '*.c' '*.h')

@@ -1,5 +1,10 @@
 /* libjoules: the energy of GPU (and CPU, DRAM) work from C, C++ and any language with a C FFI.
  *
+ * Changes since the first version of this header (append-only; no signature or layout changed):
+ *   - joules_result gained begin_monotonic_s and end_monotonic_s at its end (the window's two
+ *     instants); callers built against the shorter struct pass its smaller struct_size and get
+ *     exactly the fields they know.
+ *
  * A monitor reads the devices from one background thread (the only thread that calls the
  * driver); windows are pairs of instants on CLOCK_MONOTONIC, and the energy of a window is
  * placed at those instants from the readings around them, exactly as `joules run` and
@@ -136,6 +141,10 @@ typedef struct joules_result {
   joules_method method; /* the GPUs': COUNTER when all of them had counters, else POLLED, ... */
   int final;            /* nonzero: no later reading can change these numbers */
   size_t device_count;  /* joules_device_count */
+  /* Appended (struct_size tells whether the caller has them): the window's instants, seconds on
+   * CLOCK_MONOTONIC (time.monotonic() in Python), to join with other logs. */
+  double begin_monotonic_s;
+  double end_monotonic_s;
 } joules_result;
 
 typedef uint64_t joules_window_id;
@@ -162,7 +171,9 @@ joules_status joules_totals(joules_monitor* monitor, joules_result* result,
 /* A training step ended now: `step` its number (0: one more than the last), `tokens` the tokens
  * it processed (0: unknown).  Under `joules wrap`, tells wrap the exact boundary (no log parsing
  * needed); with a monitor (may be NULL), the monitor also keeps the step's window, from the
- * previous step (or the monitor's opening) to now, whose id is given in *id (may be NULL). */
+ * previous step (or the monitor's opening) to now, whose id is given in *id (may be NULL).
+ * Under wrap only the process whose LOCAL_RANK (else RANK) is 0 or unset sends its steps; the
+ * others' calls succeed and send nothing (docs/c-api.md, "the step channel"). */
 joules_status joules_step(joules_monitor* monitor, uint64_t step, uint64_t tokens,
                           joules_window_id* id);
 /* Whether this process runs under `joules wrap` with its step channel (nonzero: yes). */

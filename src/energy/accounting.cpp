@@ -117,6 +117,7 @@ void accounting::resolve(bool final) {
   } else if (!boundaries_.empty()) {
     keep_from = std::max(keep_from, boundaries_.back().t);
   }
+  if (keep_from_) keep_from = std::min(keep_from, *keep_from_);
   for (auto& tl : timelines_)
     tl.trim_before(keep_from);
 }

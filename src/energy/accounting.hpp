@@ -77,6 +77,10 @@ class accounting {
   // Boundaries waiting for readings (for tests and bounded-memory checks).
   std::size_t pending_boundaries() const { return boundaries_.size(); }
 
+  // Readings from `t` on are kept, whatever the boundaries need (nullopt: no such need): for
+  // instants placed outside accounting that wait for readings (session/api_monitor.hpp).
+  void keep_readings_from(std::optional<double> t) { keep_from_ = t; }
+
  private:
   struct window_stats {
     std::size_t ticks = 0;
@@ -104,6 +108,7 @@ class accounting {
   // is stamped at most a few ticks in the past.
   static constexpr double kLateBoundaryS = 10.0;
 
+  std::optional<double> keep_from_;          // keep_readings_from()
   std::optional<tick_sample> pending_tick_;  // attributed when the next tick arrives
   double last_attributed_t_ = -1.0;
   double latest_tick_t_ = -1.0;

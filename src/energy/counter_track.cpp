@@ -19,12 +19,6 @@ constexpr std::size_t kMinBurstReads = 3;
 // model is wrong; it is then left alone rather than bent.
 constexpr double kPeriodTolerance = 0.3;
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 }  // namespace
 
 bool counter_track::add(double t, std::uint64_t raw_mj, std::optional<double> power_w) {
@@ -91,7 +85,11 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
     ++burst_reads_;
     if (changed && lo != kNoTime) {
       ++burst_changed_reads_;
-      if (t - lo <= kNarrowBracketS) burst_changes_.push_back(0.5 * (lo + t));
+      if (t - lo <= kNarrowBracketS) {
+        burst_changes_.push_back(0.5 * (lo + t));
+      } else {
+        burst_unpinned_.push_back(t);
+      }
     }
   }
   if (changed) {
@@ -137,6 +135,7 @@ void counter_track::begin_burst() {
   burst_reads_ = 0;
   burst_changed_reads_ = 0;
   burst_changes_.clear();
+  burst_unpinned_.clear();
 }
 
 void counter_track::end_burst() {
@@ -147,14 +146,37 @@ void counter_track::end_burst() {
           kContinuousShare * static_cast<double>(burst_reads_)) {
     model_ = model_kind::continuous;
   } else if (burst_changes_.size() >= 2 && model_ != model_kind::continuous) {
+    // Pinned updates are whole periods apart.  An update the burst could not pin (a round of
+    // reads that came late on a busy machine) still showed as a change between them: each gap
+    // spans one period more per such change.  An update that left the value unchanged (an idle
+    // GPU) shows as nothing: the period is then the shortest gap per period, and every gap a
+    // whole number of those.  (The median of gaps of 0.1 and 0.2 s, 0.15 s, would be a period
+    // the counter never had.)
     std::vector<double> diffs;
+    std::vector<double> steps;  // updates per gap, from the changes seen
     for (std::size_t i = 1; i < burst_changes_.size(); ++i) {
-      diffs.push_back(burst_changes_[i] - burst_changes_[i - 1]);
+      const double a = burst_changes_[i - 1];
+      const double b = burst_changes_[i];
+      diffs.push_back(b - a);
+      const auto between = std::count_if(burst_unpinned_.begin(), burst_unpinned_.end(),
+                                         [&](double c) { return c > a && c < b; });
+      steps.push_back(1.0 + static_cast<double>(between));
     }
-    const double q = median(diffs);
-    const bool consistent = std::all_of(diffs.begin(), diffs.end(), [&](double d) {
-      return std::abs(d - q) <= kPeriodTolerance * q + 2 * kNarrowBracketS;
-    });
+    double shortest = std::numeric_limits<double>::infinity();
+    for (std::size_t i = 0; i < diffs.size(); ++i)
+      shortest = std::min(shortest, diffs[i] / steps[i]);
+    double periods = 0.0;
+    double spanned = 0.0;
+    bool consistent = shortest > 0.0 && std::isfinite(shortest);
+    for (std::size_t i = 0; consistent && i < diffs.size(); ++i) {
+      const double k = steps[i] * std::round(diffs[i] / steps[i] / shortest);
+      if (k < 1.0 ||
+          std::abs(diffs[i] - k * shortest) > kPeriodTolerance * shortest + 2 * kNarrowBracketS)
+        consistent = false;
+      periods += k;
+      spanned += diffs[i];
+    }
+    const double q = consistent ? spanned / periods : 0.0;
     if (model_ == model_kind::unknown && consistent && q > 2 * kNarrowBracketS) {
       model_ = model_kind::periodic;
       period_ = q;

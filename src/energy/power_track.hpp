@@ -32,6 +32,35 @@ class power_track {
   // ends.
   double max_gap(double t0, double t1) const;
 
+  // Bounds on the error of energy_at (docs/c-api.md, "Error bound"), assuming power moves
+  // monotonically between two readings (true when they are closer than the power's own update
+  // period): the integral over a whole stretch between readings g apart whose power changes by
+  // dp is then off by at most g*|dp|/2, over a part h of one by at most h*|dp|.
+  //   bound_before(t): the bounds of the whole stretches that end at or before t, summed since
+  //     the first reading (cumulative, like energy);
+  //   bound_edge(t): g*|dp| of the stretch that holds t (beyond the readings, power held: the
+  //     energy there, all of it).
+  // The integral over [t0, t1] is off by at most
+  //   bound_before(t1) - bound_before(t0) + bound_edge(t0) + bound_edge(t1).
+  double bound_before(double t) const;
+  double bound_edge(double t) const;
+
+  // The stretch between two readings that holds t (t0 <= t < t1), placed as energy_at places
+  // them; nullopt before the first reading and from the last one on.
+  struct stretch {
+    double t0, t1, p0, p1;
+  };
+  std::optional<stretch> stretch_at(double t) const;
+  // The first and last readings' instants (nullopt without readings).
+  std::optional<double> first_t() const {
+    return samples_.empty() ? std::nullopt : std::optional<double>(samples_.front().t);
+  }
+  std::optional<double> last_t() const {
+    return samples_.empty() ? std::nullopt : std::optional<double>(samples_.back().t);
+  }
+  // The highest reading in [t0, t1], with the readings just outside it; nullopt without readings.
+  std::optional<double> max_power(double t0, double t1) const;
+
   bool empty() const { return samples_.empty(); }
   std::optional<double> last_power_w() const {
     return samples_.empty() ? std::nullopt : std::optional<double>(samples_.back().p);
@@ -42,7 +71,8 @@ class power_track {
   struct sample {
     double t;
     double p;
-    double cum;  // energy from the first sample to t
+    double cum;        // energy from the first sample to t
+    double cum_bound;  // bound_before(t): error bounds of the stretches from the first sample to t
   };
   double shift_s_;
   std::deque<sample> samples_;

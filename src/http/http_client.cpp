@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 
+#include "http/curl_library.hpp"
 #include "util/error.hpp"
 #include "util/strings.hpp"
 
@@ -31,15 +32,19 @@ bool env_set(const char* name) {
   return v != nullptr && *v != '\0';
 }
 
-// Once per process, whichever thread comes first: curl_global_init() is not safe to call twice
-// at once (https://curl.se/libcurl/c/curl_global_init.html).  Never cleaned up: libcurl lives
-// until exit.
-void init_curl_once() {
+// libcurl, loaded (http/curl_library.hpp) and initialised once per process, whichever thread
+// comes first: curl_global_init() is not safe to call twice at once
+// (https://curl.se/libcurl/c/curl_global_init.html).  Never cleaned up: libcurl lives until exit.
+const curl_library& init_curl_once() {
+  std::string why;
+  const curl_library* c = load_curl(&why);
+  if (c == nullptr) throw fatal_error(fmt::format("OTLP: {}", why));
   static std::once_flag once;
   static CURLcode rc = CURLE_OK;
-  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
+  std::call_once(once, [c] { rc = c->global_init(CURL_GLOBAL_DEFAULT); });
   if (rc != CURLE_OK)
-    throw fatal_error(fmt::format("OTLP: cannot initialise libcurl: {}", curl_easy_strerror(rc)));
+    throw fatal_error(fmt::format("OTLP: cannot initialise libcurl: {}", c->easy_strerror(rc)));
+  return *c;
 }
 
 // Errors that sending again cannot mend: the URL, a certificate the client does not trust or
@@ -181,6 +186,7 @@ std::string printable_excerpt(std::string_view text, std::size_t max) {
 // --- the client ----------------------------------------------------------------------------
 
 struct http_client::handles {
+  const curl_library& c;
   CURL* easy = nullptr;
   CURLM* multi = nullptr;  // holds the kept-alive connection between requests
   curl_slist* headers = nullptr;
@@ -189,11 +195,14 @@ struct http_client::handles {
   char error[CURL_ERROR_SIZE] = {};
   http_result* result = nullptr;  // of the request in flight
 
+  explicit handles(const curl_library& lib) : c(lib) {}
+  handles(const handles&) = delete;
+  handles& operator=(const handles&) = delete;
   ~handles() {
-    if (multi != nullptr && easy != nullptr) curl_multi_remove_handle(multi, easy);
-    if (easy != nullptr) curl_easy_cleanup(easy);
-    if (multi != nullptr) curl_multi_cleanup(multi);
-    curl_slist_free_all(headers);
+    if (multi != nullptr && easy != nullptr) c.multi_remove_handle(multi, easy);
+    if (easy != nullptr) c.easy_cleanup(easy);
+    if (multi != nullptr) c.multi_cleanup(multi);
+    c.slist_free_all(headers);
   }
 
   static std::size_t on_body(char* data, std::size_t size, std::size_t n, void* self) {
@@ -221,13 +230,13 @@ struct http_client::handles {
 
 http_client::http_client(http_url url, http_tls tls,
                          std::vector<std::pair<std::string, std::string>> headers)
-    : h_(std::make_unique<handles>()), cut_off_ns_(INT64_MAX) {
-  init_curl_once();
+    : h_(std::make_unique<handles>(init_curl_once())), cut_off_ns_(INT64_MAX) {
   handles& h = *h_;
+  const curl_library& c = h.c;
   h.url = url.text();
   h.tls = std::move(tls);
-  h.easy = curl_easy_init();
-  h.multi = curl_multi_init();
+  h.easy = c.easy_init();
+  h.multi = c.multi_init();
   if (h.easy == nullptr || h.multi == nullptr)
     throw fatal_error("OTLP: cannot make a libcurl handle");
   // "Expect: 100-continue" would cost a round trip (or a second, with servers that ignore it).
@@ -235,34 +244,34 @@ http_client::http_client(http_url url, http_tls tls,
   for (const auto& [k, v] : headers) {
     // "Key;" sends an empty header; "Key:" removes one libcurl would send.
     const std::string line = v.empty() ? k + (k == "Expect" ? ":" : ";") : k + ": " + v;
-    curl_slist* more = curl_slist_append(h.headers, line.c_str());
+    curl_slist* more = c.slist_append(h.headers, line.c_str());
     if (more == nullptr) throw fatal_error("OTLP: out of memory");
     h.headers = more;
   }
   const std::string agent = fmt::format("joules/{}", JOULES_VERSION);
   CURL* e = h.easy;
-  curl_easy_setopt(e, CURLOPT_URL, h.url.c_str());
-  curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
-  curl_easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // copied by libcurl
-  curl_easy_setopt(e, CURLOPT_HTTPHEADER, h.headers);
-  curl_easy_setopt(e, CURLOPT_POST, 1L);
+  c.easy_setopt(e, CURLOPT_URL, h.url.c_str());
+  c.easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+  c.easy_setopt(e, CURLOPT_USERAGENT, agent.c_str());  // copied by libcurl
+  c.easy_setopt(e, CURLOPT_HTTPHEADER, h.headers);
+  c.easy_setopt(e, CURLOPT_POST, 1L);
   // No signals: libcurl runs on a thread of a process that handles its own (and SIGPIPE is
   // ignored by joules, app.cpp).
-  curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(e, CURLOPT_ERRORBUFFER, h.error);
-  curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &handles::on_body);
-  curl_easy_setopt(e, CURLOPT_WRITEDATA, &h);
-  curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &handles::on_header);
-  curl_easy_setopt(e, CURLOPT_HEADERDATA, &h);
+  c.easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+  c.easy_setopt(e, CURLOPT_ERRORBUFFER, h.error);
+  c.easy_setopt(e, CURLOPT_WRITEFUNCTION, &handles::on_body);
+  c.easy_setopt(e, CURLOPT_WRITEDATA, &h);
+  c.easy_setopt(e, CURLOPT_HEADERFUNCTION, &handles::on_header);
+  c.easy_setopt(e, CURLOPT_HEADERDATA, &h);
   // CURLOPT_PROXY is left unset: libcurl then takes the proxy from the environment.
   if (!h.tls.ca_file.empty()) {
     // Only this file's CAs, as the OpenTelemetry collector's own `ca_file`.
-    curl_easy_setopt(e, CURLOPT_CAINFO, h.tls.ca_file.c_str());
-    curl_easy_setopt(e, CURLOPT_CAPATH, static_cast<const char*>(nullptr));
+    c.easy_setopt(e, CURLOPT_CAINFO, h.tls.ca_file.c_str());
+    c.easy_setopt(e, CURLOPT_CAPATH, static_cast<const char*>(nullptr));
   }
   if (!h.tls.client_cert.empty()) {
-    curl_easy_setopt(e, CURLOPT_SSLCERT, h.tls.client_cert.c_str());
-    curl_easy_setopt(e, CURLOPT_SSLKEY, h.tls.client_key.c_str());
+    c.easy_setopt(e, CURLOPT_SSLCERT, h.tls.client_cert.c_str());
+    c.easy_setopt(e, CURLOPT_SSLKEY, h.tls.client_key.c_str());
   }
 }
 
@@ -273,40 +282,40 @@ void http_client::cut_off(mono_time deadline) {
   std::int64_t now = cut_off_ns_.load();
   while (ns < now && !cut_off_ns_.compare_exchange_weak(now, ns)) {
   }
-  curl_multi_wakeup(h_->multi);  // safe from any thread
+  h_->c.multi_wakeup(h_->multi);  // safe from any thread
 }
 
 http_result http_client::post(std::string_view body, std::chrono::milliseconds timeout,
                               std::chrono::milliseconds connect_timeout) {
   handles& h = *h_;
+  const curl_library& c = h.c;
   http_result result;
   h.result = &result;
   h.error[0] = '\0';
   CURL* e = h.easy;
-  curl_easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
-  curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  curl_easy_setopt(e, CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(std::max<long long>(1, timeout.count())));
-  curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
-                   static_cast<long>(std::max<long long>(1, connect_timeout.count())));
+  c.easy_setopt(e, CURLOPT_POSTFIELDS, body.data());
+  c.easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
+  c.easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(std::max<long long>(1, timeout.count())));
+  c.easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS,
+                static_cast<long>(std::max<long long>(1, connect_timeout.count())));
 
   // The multi interface, so that cut_off() can end a request at once (curl_multi_wakeup), where
   // curl_easy_perform() would only look at a flag about once a second.
   CURLcode code = CURLE_OK;
   bool done = false;
-  if (const CURLMcode m = curl_multi_add_handle(h.multi, e); m != CURLM_OK) {
-    result.error = curl_multi_strerror(m);
+  if (const CURLMcode m = c.multi_add_handle(h.multi, e); m != CURLM_OK) {
+    result.error = c.multi_strerror(m);
     h.result = nullptr;
     return result;
   }
   while (true) {
     int running = 0;
-    if (const CURLMcode m = curl_multi_perform(h.multi, &running); m != CURLM_OK) {
-      result.error = curl_multi_strerror(m);
+    if (const CURLMcode m = c.multi_perform(h.multi, &running); m != CURLM_OK) {
+      result.error = c.multi_strerror(m);
       break;
     }
     int left = 0;
-    while (CURLMsg* msg = curl_multi_info_read(h.multi, &left)) {
+    while (CURLMsg* msg = c.multi_info_read(h.multi, &left)) {
       if (msg->msg == CURLMSG_DONE) {
         code = msg->data.result;
         done = true;
@@ -321,23 +330,23 @@ http_result http_client::post(std::string_view body, std::chrono::milliseconds t
     }
     // libcurl shortens the wait to its own timers (timeouts, happy eyeballs) by itself.
     const auto ms = std::chrono::ceil<std::chrono::milliseconds>(until_cut).count();
-    curl_multi_poll(h.multi, nullptr, 0, static_cast<int>(std::min<long long>(ms, 1000)), nullptr);
+    c.multi_poll(h.multi, nullptr, 0, static_cast<int>(std::min<long long>(ms, 1000)), nullptr);
   }
-  curl_multi_remove_handle(h.multi, e);  // the connection stays in the multi handle's cache
+  c.multi_remove_handle(h.multi, e);  // the connection stays in the multi handle's cache
   h.result = nullptr;
   if (!done) {
     if (result.cut_off) result.error = "cut off";
     return result;
   }
   if (code != CURLE_OK) {
-    result.error = h.error[0] != '\0' ? std::string(h.error) : curl_easy_strerror(code);
+    result.error = h.error[0] != '\0' ? std::string(h.error) : c.easy_strerror(code);
     result.transient = transient(code);
     result.retry_after.clear();
     result.body.clear();
     return result;
   }
   long status = 0;
-  curl_easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
+  c.easy_getinfo(e, CURLINFO_RESPONSE_CODE, &status);
   result.status = static_cast<int>(status);
   return result;
 }

@@ -6,7 +6,8 @@
 // connection kept alive from request to request.
 //
 // One client is used by one thread at a time (the OTLP exporter's); cut_off() may be called
-// from any thread.  libcurl is initialised once per process, by the first client made.
+// from any thread.  libcurl is loaded (http/curl_library.hpp) and initialised once per process,
+// by the first client made.
 
 #include <atomic>
 #include <chrono>

@@ -136,6 +136,12 @@ child_process::~child_process() {
   if (signal_fd_ >= 0) close(signal_fd_);
 }
 
+// glibc 2.35 added posix_spawn_file_actions_addtcsetpgrp_np.  The manylinux wheel is linked
+// against glibc 2.28 (docs/python.md), where it does not exist: declared weak, it is found at run
+// time on a newer glibc and is null on an older one, where the terminal is handed over after
+// the spawn instead (spawn below).
+#pragma weak posix_spawn_file_actions_addtcsetpgrp_np
+
 void child_process::spawn(const spawn_options& options) {
   const std::string path = resolve_command(options.argv.at(0));
   posix_spawnattr_t attr;
@@ -160,7 +166,8 @@ void child_process::spawn(const spawn_options& options) {
   // An interactive child must own the terminal, or reading it would stop it (SIGTTIN).  The
   // child takes it itself before exec, so it can never read the terminal too early.
   const bool terminal = !options.controlling_tty_fd && owns_terminal();
-  if (terminal) posix_spawn_file_actions_addtcsetpgrp_np(&actions, STDIN_FILENO);
+  const bool child_takes_terminal = terminal && posix_spawn_file_actions_addtcsetpgrp_np != nullptr;
+  if (child_takes_terminal) posix_spawn_file_actions_addtcsetpgrp_np(&actions, STDIN_FILENO);
 
   std::vector<std::string> argv = options.argv;
   std::vector<std::string> env = child_environment(options.extra_env);
@@ -176,6 +183,12 @@ void child_process::spawn(const spawn_options& options) {
                                                          : kExitCannotMeasure;
     throw fatal_error(fmt::format("cannot run '{}': {}", options.argv[0], std::strerror(rc)),
                       status);
+  }
+  if (terminal && !child_takes_terminal) {
+    // Before glibc 2.35: the terminal goes to the child's group from here.  A child that read
+    // it first was stopped (SIGTTIN); SIGCONT lets it read again, now in the foreground.
+    tcsetpgrp(STDIN_FILENO, pid_);
+    killpg(pid_, SIGCONT);
   }
   gave_terminal_ = terminal;
 }

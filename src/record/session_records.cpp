@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstring>
 #include <map>
+#include <utility>
 
 #include "util/json_writer.hpp"
 #include "util/strings.hpp"
@@ -26,9 +27,22 @@ void common_record_fields(json_writer& w, std::string_view type, const run_conte
 
 namespace {
 
+// The names of the standard signals.  Not sigabbrev_np: it needs glibc 2.32, and the manylinux
+// wheel runs on glibc 2.28 (docs/python.md).  Realtime and unknown signals get their number.
 std::string signal_name(int sig) {
-  const char* abbrev = sigabbrev_np(sig);
-  return abbrev != nullptr ? fmt::format("SIG{}", abbrev) : fmt::format("signal {}", sig);
+  static constexpr std::pair<int, const char*> names[] = {
+      {SIGHUP, "HUP"},       {SIGINT, "INT"},   {SIGQUIT, "QUIT"},   {SIGILL, "ILL"},
+      {SIGTRAP, "TRAP"},     {SIGABRT, "ABRT"}, {SIGBUS, "BUS"},     {SIGFPE, "FPE"},
+      {SIGKILL, "KILL"},     {SIGUSR1, "USR1"}, {SIGSEGV, "SEGV"},   {SIGUSR2, "USR2"},
+      {SIGPIPE, "PIPE"},     {SIGALRM, "ALRM"}, {SIGTERM, "TERM"},   {SIGCHLD, "CHLD"},
+      {SIGCONT, "CONT"},     {SIGSTOP, "STOP"}, {SIGTSTP, "TSTP"},   {SIGTTIN, "TTIN"},
+      {SIGTTOU, "TTOU"},     {SIGURG, "URG"},   {SIGXCPU, "XCPU"},   {SIGXFSZ, "XFSZ"},
+      {SIGVTALRM, "VTALRM"}, {SIGPROF, "PROF"}, {SIGWINCH, "WINCH"}, {SIGIO, "IO"},
+      {SIGPWR, "PWR"},       {SIGSYS, "SYS"}};
+  for (const auto& [number, name] : names) {
+    if (number == sig) return fmt::format("SIG{}", name);
+  }
+  return fmt::format("signal {}", sig);
 }
 
 std::string device_summary(const std::vector<device_info>& devices) {

@@ -134,6 +134,10 @@ void sampler::start(std::vector<std::size_t> devices) {
 
 void sampler::boundary(mono_time t) {
   accounting_->push_boundary(monotonic_seconds(t));
+  request_edge();
+}
+
+void sampler::request_edge() {
   // Ask for readings right after the boundary; one wake-up covers any number of boundaries
   // that arrive before the sampler gets to it.  Never blocks the caller.
   if (!edge_requested_.exchange(true)) {
@@ -163,12 +167,14 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   tick_sample tick;
   tick.power_w.resize(devices_.size());
   std::vector<std::pair<double, device_reading>> readings(devices_.size());
+  std::vector<double> spans(devices_.size());
   const mono_time begin = now();
   for (std::size_t k = 0; k < devices_.size(); ++k) {
     const mono_time a = now();
     readings[k].second = backend_->read(devices_[k], read_what::all);
     const mono_time b = now();
-    readings[k].first = monotonic_seconds(a) + 0.5 * seconds_between(a, b);
+    spans[k] = seconds_between(a, b);
+    readings[k].first = monotonic_seconds(a) + 0.5 * spans[k];
     if (readings[k].second.power) tick.power_w[k] = readings[k].second.power->value;
   }
   const mono_time end = now();
@@ -181,7 +187,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
     if (abandoned_) return counters;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       device_timeline& tl = accounting_->timeline(k);
-      tl.add(readings[k].first, readings[k].second);
+      tl.add(readings[k].first, readings[k].second, spans[k]);
       last_power_w_[k] = tick.power_w[k];
       if (readings[k].second.energy_mj) last_counter_mj_[k] = readings[k].second.energy_mj;
       if (readings[k].second.energy_uj) last_counter_uj_[k] = readings[k].second.energy_uj;
@@ -199,6 +205,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   publish(end);
   for (const auto& w : done)
     on_window_(w);
+  if (on_readings_) on_readings_();
   return counters;
 }
 

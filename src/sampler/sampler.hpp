@@ -100,6 +100,24 @@ class sampler {
   // A window boundary at t (any thread; non-blocking).
   void boundary(mono_time t);
 
+  // Dense reads now, as after a boundary, but no boundary: for instants that accounting does
+  // not turn into consecutive windows (the library's windows, which nest and overlap:
+  // session/api_monitor.hpp).  Any thread; non-blocking.
+  void request_edge();
+
+  // Called on the sampler thread after each round of readings, outside the sampler's lock (it
+  // may call with_accounts).  Set before start().
+  void on_readings(std::function<void()> fn) { on_readings_ = std::move(fn); }
+
+  // Runs fn(accounting&) under the sampler's lock, after start(): a consistent view of the
+  // timelines from any thread (energy at an instant, readings to keep).  Keep it short: the
+  // sampler waits for it before it hands over its next readings.
+  template <class F>
+  auto with_accounts(F fn) -> decltype(fn(std::declval<accounting&>())) {
+    std::lock_guard lock(mu_);
+    return fn(*accounting_);
+  }
+
   // Called on the sampler thread with each finished window, as soon as it is known.
   void on_window(std::function<void(const window_result&)> fn) { on_window_ = std::move(fn); }
 
@@ -179,6 +197,7 @@ class sampler {
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};
   std::function<void(const window_result&)> on_window_;
+  std::function<void()> on_readings_;
 
   mutable std::mutex snapshot_mu_;
   std::shared_ptr<const sampler_snapshot> snapshot_;

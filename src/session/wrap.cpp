@@ -10,14 +10,18 @@
 #include <cstdio>
 #include <cstdlib>
 #include <deque>
+#include <optional>
+#include <string>
 
 #include "proc/child.hpp"
 #include "proc/child_streams.hpp"
 #include "proc/line_splitter.hpp"
 #include "proc/output_channel.hpp"
 #include "proc/output_gate.hpp"
+#include "proc/step_channel.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
+#include "util/error.hpp"
 #include "windows/step_windows.hpp"
 
 namespace joules::session {
@@ -57,6 +61,8 @@ class wrap_loop {
                std::size_t end, std::size_t& written);
   void on_chunk(reader& r, std::string_view chunk, mono_time stamp);
   void read_ready(reader& r);
+  // Steps the command reported through the step channel (joules_step()).
+  void read_steps();
   bool poll_once();
   int finish();
 
@@ -75,6 +81,8 @@ class wrap_loop {
   std::deque<reader> readers_;
   bool watch_size_ = false;
   window_queue queue_;
+  // The step channel (proc/step_channel.hpp); none when the socket cannot be made.
+  std::optional<step_receiver> steps_;
   std::optional<wrap_report> report_;
   step_windows windows_;
   std::uint64_t line_number_ = 0;
@@ -103,6 +111,12 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
     err_channel_->own_line("joules: " + line + "\n", steady::now());
   };
   report_.emplace(m_.context(), ws, m_.sink(), notice);
+  try {
+    steps_.emplace();
+  } catch (const fatal_error& e) {
+    // Steps from the log still work; only joules_step() has nowhere to go.
+    notice(std::string("note: steps reported with joules_step() are not received: ") + e.what());
+  }
 }
 
 void wrap_loop::route_records() {
@@ -207,12 +221,13 @@ int wrap_loop::run() {
   spawn_options so;
   so.argv = ms_.command;
   so.dup2 = streams_.child_fds();
+  if (steps_) so.extra_env = {steps_->environment_entry()};
   if (!out_.use_pty) {
-    so.extra_env = {"PYTHONUNBUFFERED=1"};
+    so.extra_env.emplace_back("PYTHONUNBUFFERED=1");
   } else if (isatty(STDOUT_FILENO) == 0) {
     // Output to a file or a pipe: the command keeps its pseudo-terminal (its step lines arrive
     // when printed), but it is asked not to decorate them for a terminal nobody sees.
-    if (std::getenv("NO_COLOR") == nullptr) so.extra_env = {"NO_COLOR=1"};
+    if (std::getenv("NO_COLOR") == nullptr) so.extra_env.emplace_back("NO_COLOR=1");
     if (!ms_.quiet && !ms_.json) {
       err_channel_->own_line(
           "joules: note: the command writes to a pseudo-terminal, so each step line arrives when "
@@ -241,12 +256,13 @@ bool wrap_loop::poll_once() {
   // they are down by half.
   if (windows_.pending_labels() >= kMaxPendingWindows) backlogged_ = true;
   if (windows_.pending_labels() <= kMaxPendingWindows / 2) backlogged_ = false;
-  std::array<pollfd, 4> fds{};
+  std::array<pollfd, 5> fds{};
   std::size_t nfds = 0;
   for (const auto& r : readers_)
     fds[nfds++] = {r.eof || backlogged_ ? -1 : r.src.fd, POLLIN, 0};
   fds[nfds++] = {child_.signal_fd(), POLLIN, 0};
   fds[nfds++] = {queue_.fd(), POLLIN, 0};
+  fds[nfds++] = {backlogged_ || !steps_ ? -1 : steps_->fd(), POLLIN, 0};
   // After the command has ended, what it left in the channels is read until they are quiet: a
   // background process that keeps the terminal open must not keep joules waiting.
   const bool waiting = std::any_of(readers_.begin(), readers_.end(), [](const reader& r) {
@@ -262,10 +278,13 @@ bool wrap_loop::poll_once() {
   const int ready = poll(fds.data(), nfds, timeout_ms);
   if (ready < 0 && errno != EINTR) return false;
   if (ready == 0 && child_.exited() && !backlogged_) return false;
+  const std::size_t sig = readers_.size();
+  // Steps first: a step the command reported before it printed its line is handled before the
+  // line (which then only carries metrics).
+  if ((fds[sig + 2].revents & POLLIN) != 0) read_steps();
   for (std::size_t i = 0; i < readers_.size(); ++i) {
     if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0) read_ready(readers_[i]);
   }
-  const std::size_t sig = readers_.size();
   if ((fds[sig].revents & POLLIN) != 0) {
     child_.handle_signals();
     if (child_.take_winch() && streams_.resize()) killpg(child_.pid(), SIGWINCH);
@@ -283,8 +302,22 @@ bool wrap_loop::poll_once() {
   return true;
 }
 
+void wrap_loop::read_steps() {
+  if (!steps_) return;
+  for (const step_message& m : steps_->drain()) {
+    // The instant the command took, within the run: a clock that cannot be CLOCK_MONOTONIC's
+    // (another machine's, garbage) is held to the run's bounds.
+    const mono_time now = child_.exited() ? child_.exit_time() : steady::now();
+    const mono_time t =
+        std::clamp(mono_time(std::chrono::nanoseconds(m.t_ns)), child_.start_time(), now);
+    if (windows_.on_reported_step(m.step, m.tokens, t).boundary) m_.sampler().boundary(t);
+  }
+}
+
 int wrap_loop::finish() {
   if (!child_.exited()) child_.wait();
+  // Steps the command reported before it ended come before the lines it left.
+  read_steps();
   windows_.set_end(child_.exit_time());
   for (auto& r : readers_) {
     r.splitter.flush([&](std::string_view line, std::size_t) {

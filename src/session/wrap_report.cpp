@@ -54,6 +54,8 @@ wrap_report::wrap_report(const run_context& ctx, const wrap_settings& settings, 
 
 std::optional<double> wrap_report::tokens_of(const window_result& w, const window_label& l) const {
   if (l.kind != window_kind::step) return std::nullopt;
+  // Tokens the command reported with its steps (joules_step) are counted, not estimated.
+  if (l.tokens) return static_cast<double>(*l.tokens);
   if (settings_.tokens_per_step)
     return static_cast<double>(*settings_.tokens_per_step * l.step_gap);
   // A throughput printed by the trainer covers the steps the line reports.

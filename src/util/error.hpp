@@ -31,4 +31,11 @@ class fatal_error : public std::runtime_error {
   int exit_status_;
 };
 
+// A fatal_error that says there is nothing to measure here: no driver, no library, no GPU (the
+// library API tells it apart from a driver that failed: JOULES_E_NO_DEVICE).
+class no_device_error : public fatal_error {
+ public:
+  using fatal_error::fatal_error;
+};
+
 }  // namespace joules

@@ -45,6 +45,30 @@ void merge_metrics(std::vector<steps::metric>& into, const std::vector<steps::me
 
 line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t line_number,
                                    mono_time t, child_stream stream) {
+  if (reported_ && line.kind == steps::line_kind::step) {
+    // The command reports its steps itself: the line only carries metrics.
+    if (line.epochs) epochs_ = line.epochs;
+    attach_metrics(line.metrics);
+    return {};
+  }
+  return on_parsed(line, line_number, t, stream, 0);
+}
+
+line_outcome step_windows::on_reported_step(std::uint64_t step, std::uint64_t tokens, mono_time t) {
+  reported_ = true;
+  steps::parsed_line line;
+  line.kind = steps::line_kind::step;
+  line.step = step;
+  // Steps the command did not report (a full queue) are in the window of the next one.
+  line.step_gap = last_reported_ && step > *last_reported_ ? step - *last_reported_ : 1;
+  line.counter_restarted = last_reported_ && step <= *last_reported_;
+  last_reported_ = step;
+  return on_parsed(line, 0, t, std::nullopt, tokens);
+}
+
+line_outcome step_windows::on_parsed(const steps::parsed_line& line, std::uint64_t line_number,
+                                     mono_time t, std::optional<child_stream> stream,
+                                     std::uint64_t tokens) {
   if (line.epochs) epochs_ = line.epochs;
   line_outcome out;
   if (line.kind == steps::line_kind::none ||
@@ -80,6 +104,7 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
       l.step = line.step;
       l.step_gap = line.step_gap + carried_gap_;
       l.counter_restarted = line.counter_restarted;
+      if (tokens > 0 || carried_tokens_ > 0) l.tokens = tokens + carried_tokens_;
     }
     if (line.total) last_total_ = line.total;
     seen_step_ = true;
@@ -102,6 +127,7 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
   const bool at_end = end_ && t >= *end_;
   if (!at_end && !(last_boundary_ && t <= *last_boundary_)) {
     carried_gap_ = 0;
+    carried_tokens_ = 0;
     const bool closes_step = l.kind == window_kind::step;
     close(std::move(l), t);
     out.boundary = true;
@@ -115,6 +141,7 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
     // The first line at the end: the last window is the one it closes.
     if (l.kind == window_kind::step) out.step_window = closed_;
     carried_gap_ = 0;
+    carried_tokens_ = 0;
     final_ = std::move(l);
     return out;
   }
@@ -128,6 +155,9 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
     join->step = line.step;
     join->step_gap += line.step_gap + carried_gap_;
     carried_gap_ = 0;
+    if (tokens > 0 || carried_tokens_ > 0)
+      join->tokens = join->tokens.value_or(0) + tokens + carried_tokens_;
+    carried_tokens_ = 0;
     join->total = line.total;
     join->counter_restarted = join->counter_restarted || line.counter_restarted;
     join->line = line_number;
@@ -140,6 +170,7 @@ line_outcome step_windows::on_line(const steps::parsed_line& line, std::uint64_t
     // No step window to join (the window closed there was the setup or a phase, or has been
     // reported already): its steps count in the next step window.
     carried_gap_ += line.step_gap;
+    carried_tokens_ += tokens;
   }
   return out;
 }

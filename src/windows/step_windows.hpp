@@ -12,6 +12,12 @@
 //   other   between a step line and a phase that starts before the next step;
 //   tail    from the last step line (or phase) to the end of the run.
 //
+// Steps the command reports itself (joules_step() of libjoules through wrap's step channel,
+// proc/step_channel.hpp) close step windows at their exact instants, as step lines do at their
+// arrival.  From the first reported step on, step lines no longer close windows (each step
+// would be counted twice, and the line arrives later than the step ended): they only add their
+// metrics to the last step window.  Phase lines still open and close phases.
+//
 // No window is empty of time: lines that arrive at the same instant as the last boundary (several
 // lines in one read, or lines read after the command ended, which are stamped with its end) do
 // not open a window of zero length.  A step line joins the step window closed at that instant
@@ -48,6 +54,8 @@ struct window_label {
   // Per-epoch counters: the epoch (0-based) and the number of epochs, when the log says them.
   std::optional<std::uint64_t> epoch;
   std::optional<std::uint64_t> epochs;
+  // Reported steps: the tokens they processed, when they said (summed over the window's steps).
+  std::optional<std::uint64_t> tokens;
 };
 
 // What a line did.
@@ -63,6 +71,12 @@ class step_windows {
   // A parsed line of `stream` that arrived at instant t (instants never go back).
   line_outcome on_line(const steps::parsed_line& line, std::uint64_t line_number, mono_time t,
                        child_stream stream = child_stream::out);
+
+  // A step the command reported (proc/step_channel.hpp) ended at t: `step` its number,
+  // `tokens` the tokens it processed (0: unknown).  Instants before the last boundary join the
+  // window closed there.
+  line_outcome on_reported_step(std::uint64_t step, std::uint64_t tokens, mono_time t);
+  bool steps_reported() const { return reported_; }
 
   // The command ended at `t`; the sampler places the last boundary there.  Lines stamped t from
   // now on belong to the last window, which they close.
@@ -82,6 +96,8 @@ class step_windows {
 
  private:
   enum class open_kind { setup, step, phase };
+  line_outcome on_parsed(const steps::parsed_line& line, std::uint64_t line_number, mono_time t,
+                         std::optional<child_stream> stream, std::uint64_t tokens);
   void close(window_label label, mono_time t);
   // The label of the open window: setup, its phase, or `after_steps` when steps are under way.
   window_label open_label(window_kind after_steps) const;
@@ -99,6 +115,9 @@ class step_windows {
   std::optional<window_label> final_;
   // Steps of step lines that arrived with no time of their own, for the next step window.
   std::uint64_t carried_gap_ = 0;
+  std::uint64_t carried_tokens_ = 0;
+  bool reported_ = false;  // a step was reported: step lines no longer close windows
+  std::optional<std::uint64_t> last_reported_;
   std::uint64_t closed_ = 0;
   std::uint64_t first_label_index_ = 0;
   std::deque<window_label> labels_;

@@ -2,12 +2,13 @@
 (otlp_servers.py), over HTTP and HTTPS, directly or through a proxy; collectors that are down,
 slow, throttle, or refuse."""
 import os
+import shutil
 import socket
 import time
 
 import pytest
 
-from conftest import SANITIZED, joules, read_jsonl
+from conftest import FAKE_NVML_DIR, SANITIZED, joules, read_jsonl
 from otlp_schema import parse_with_protobuf, validate
 from otlp_servers import Collector, Pki, Proxy
 
@@ -312,3 +313,20 @@ def test_bad_otlp_options_fail_before_the_command_starts(tmp, pki, args, message
     assert len(r.stderr.strip().splitlines()) == 1
     assert not marker.exists()
     assert out.read_text() == "kept\n"  # not truncated
+
+
+def test_without_libcurl_otlp_stops_before_the_command_and_says_what_to_install(tmp):
+    # libcurl is opened at run time (src/http/curl_library.hpp): here both names it is looked
+    # for are a library that is not libcurl (the fake NVML), found first on LD_LIBRARY_PATH.
+    libs = tmp / "not-curl"
+    libs.mkdir()
+    for name in ("libcurl.so.4", "libcurl-gnutls.so.4"):
+        shutil.copy(FAKE_NVML_DIR / "full" / "libnvidia-ml.so.1", libs / name)
+    marker = tmp / "started"
+    r = joules("run", "--backend", "sim", "--otlp", f"http://127.0.0.1:{closed_port()}/v1/metrics",
+               "--", "touch", marker, env={"LD_LIBRARY_PATH": str(libs)})
+    assert r.returncode != 0, r.stderr
+    assert "OTLP: cannot load libcurl" in r.stderr
+    assert "libcurl.so.4 lacks curl_global_init" in r.stderr
+    assert "install libcurl4" in r.stderr
+    assert not marker.exists()

@@ -69,6 +69,28 @@ TEST(Accounting, WithNoWindowOpenMemoryStaysBoundedAndEnergyCumulative) {
               energy_at(0, 600.05) - energy_at(0, 599.0), 1.0);
 }
 
+TEST(Accounting, ReadingsAreKeptFromWhereAnInstantStillWaits) {
+  // The library's instants are placed outside accounting (session/api_monitor.hpp): while one
+  // waits, the readings around it must stay, however long ago it was.
+  accounting kept({polled_device()});
+  accounting trimmed({polled_device()});
+  kept.keep_readings_from(5.0);
+  for (double t = 0.0; t < 60.0; t += 0.1) {
+    tick(kept, t);
+    tick(trimmed, t);
+  }
+  const double truth = energy_at(0, 5.05) - energy_at(0, 0.0);
+  // Without it, the readings of 5 s are gone: only an extrapolation from 50 s is left.
+  EXPECT_GT(std::abs(trimmed.timeline(0).energy_at(5.05, false).value_or(0.0) - truth), 100.0);
+  const auto e = kept.timeline(0).energy_at(5.05, false);
+  ASSERT_TRUE(e);
+  EXPECT_NEAR(*e, truth, 0.1);
+  // Let go, the readings go too.
+  kept.keep_readings_from(std::nullopt);
+  tick(kept, 60.0);
+  EXPECT_GT(std::abs(kept.timeline(0).energy_at(5.05, false).value_or(0.0) - truth), 100.0);
+}
+
 TEST(Accounting, WindowsAddUpToTheTotalExactly) {
   accounting acc({counter_device(), polled_device(), counter_device()});
   std::mt19937 rng(7);

@@ -84,6 +84,42 @@ TEST(CounterTrack, SteppedCounterLearnsItsPeriodAndPlacesTheRunEdges) {
   EXPECT_NEAR(*e1 - *e0, truth, truth * 5e-4);
 }
 
+TEST(CounterTrack, AnUpdateTheBurstMissedDoesNotStretchThePeriod) {
+  // A start burst on a busy machine: the reads around one of the updates came 10 ms apart, so
+  // only the updates at 0.137 and 0.337 s are pinned, 0.2 s apart, after the one at 0.037 s.
+  // The gaps are 0.1 and 0.2 s: the period is 0.1 s (their median, 0.15 s, is no period at all).
+  fake_counter c{[](double t) { return 400.0 * t; }, 0.1, 0.037};
+  counter_track track;
+  track.begin_burst();
+  for (double t = 0.0; t < 0.36; t += 0.002) {
+    if (t > 0.225 && t < 0.245) continue;  // the reads around the update at 0.237 s are late
+    const double at = t > 0.2 && t < 0.26 ? std::round(t * 100.0) / 100.0 : t;
+    track.add(at, c.read(at), std::nullopt);
+  }
+  track.end_burst();
+  ASSERT_EQ(track.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(track.period_s(), 0.1, 1e-3);
+}
+
+TEST(CounterTrack, TwoPinnedUpdatesWithAChangeBetweenThemAreTwoPeriodsApart) {
+  // Only the updates at 0.037 and 0.237 s are pinned; the one at 0.137 s was seen, but by reads
+  // 10 ms apart.  One gap of 0.2 s with a change inside it: two periods of 0.1 s, not one of 0.2.
+  fake_counter c{[](double t) { return 400.0 * t; }, 0.1, 0.037};
+  counter_track track;
+  track.begin_burst();
+  for (double t = 0.0; t < 0.3; t += 0.002) {
+    if (t > 0.12 && t < 0.15) {
+      if (std::abs(t - 0.13) < 0.001 || std::abs(t - 0.14) < 0.001)
+        track.add(t, c.read(t), std::nullopt);
+      continue;
+    }
+    track.add(t, c.read(t), std::nullopt);
+  }
+  track.end_burst();
+  ASSERT_EQ(track.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(track.period_s(), 0.1, 1e-3);
+}
+
 TEST(CounterTrack, AnUnplacedValueWaitsForItsBracketUntilExtrapolationIsAllowed) {
   fake_counter c{[](double t) { return 100.0 * t; }};
   counter_track track;

@@ -62,5 +62,35 @@ TEST(PowerTrack, MaxGapIsTheLongestStretchWithoutASampleInsideTheSpan) {
   EXPECT_TRUE(std::isinf(p.max_gap(0.05, 0.5)));
 }
 
+TEST(PowerTrack, ErrorBoundsHoldWhenPowerMovesMonotonicallyBetweenReadings) {
+  // Power steps once between readings (100 -> 400 W at 0.013 s, 400 -> 250 W at 0.031 s), read
+  // every 10 ms: the truth lies within the trapezoids' bound, and the bound is the rule's.
+  const auto truth = [](double t) {
+    if (t < 0.013) return 100.0 * t;
+    if (t < 0.031) return 1.3 + 400.0 * (t - 0.013);
+    return 1.3 + 7.2 + 250.0 * (t - 0.031);
+  };
+  const auto power = [](double t) { return t < 0.013 ? 100.0 : t < 0.031 ? 400.0 : 250.0; };
+  power_track p;
+  for (double t = 0.0; t <= 0.0501; t += 0.01)
+    p.add(t, power(t));
+  EXPECT_NEAR(p.bound_before(0.025), 0.5 * 300.0 * 0.01, 1e-9);
+  EXPECT_NEAR(p.bound_edge(0.035), 150.0 * 0.01, 1e-9);
+  for (double t0 : {0.0, 0.004, 0.012, 0.02, 0.033}) {
+    for (double t1 : {0.014, 0.026, 0.037, 0.05}) {
+      if (t1 <= t0) continue;
+      const double e = *p.energy_at(t1, false) - *p.energy_at(t0, false);
+      const double bound =
+          p.bound_before(t1) - p.bound_before(t0) + p.bound_edge(t0) + p.bound_edge(t1);
+      EXPECT_LE(std::abs(e - (truth(t1) - truth(t0))), bound + 1e-12) << t0 << " " << t1;
+    }
+  }
+  const auto s = p.stretch_at(0.025);
+  ASSERT_TRUE(s);
+  EXPECT_DOUBLE_EQ(s->p0, 400.0);
+  EXPECT_FALSE(p.stretch_at(0.06));
+  EXPECT_DOUBLE_EQ(*p.max_power(0.021, 0.024), 400.0);
+}
+
 }  // namespace
 }  // namespace joules

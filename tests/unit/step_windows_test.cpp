@@ -209,5 +209,46 @@ TEST(StepWindows, LabelsMustBeTakenInOrder) {
   EXPECT_NO_THROW(w.take_label(0));
 }
 
+TEST(StepWindows, ReportedStepsCloseWindowsAndStepLinesThenOnlyCarryMetrics) {
+  // The command reports its steps (joules_step) and prints its own step lines too: the lines
+  // must not count the steps a second time.
+  steps::step_parser parser;
+  step_windows w;
+  std::uint64_t n = 0;
+  auto line = [&](const std::string& text, std::uint64_t ms) {
+    return w.on_line(parser.parse(text), ++n, at(ms));
+  };
+  EXPECT_FALSE(line("loading", 1).boundary);
+  EXPECT_TRUE(w.on_reported_step(1, 100, at(10)).boundary);  // closes setup
+  EXPECT_TRUE(w.steps_reported());
+  EXPECT_FALSE(line("step 1/3 | loss 4.0", 11).boundary);
+  EXPECT_TRUE(w.on_reported_step(2, 100, at(20)).boundary);
+  EXPECT_FALSE(line("step 2/3 | loss 3.0", 21).boundary);
+  // A step reported at the instant of the last boundary joins its window (tokens add up).
+  EXPECT_FALSE(w.on_reported_step(3, 50, at(20)).boundary);
+  // Steps that could not be sent: the next window spans them (step_gap).
+  EXPECT_TRUE(w.on_reported_step(6, 300, at(40)).boundary);
+  w.on_exit();
+  ASSERT_EQ(w.closed(), 4U);
+  const auto setup = w.take_label(0);
+  EXPECT_EQ(setup.kind, window_kind::setup);
+  const auto two = w.take_label(1);
+  EXPECT_EQ(two.kind, window_kind::step);
+  EXPECT_EQ(two.step, 3U);
+  EXPECT_EQ(two.step_gap, 2U);
+  EXPECT_EQ(two.tokens, 150U);
+  EXPECT_EQ(two.line, 0U);
+  EXPECT_FALSE(two.stream.has_value());
+  bool has_loss = false;
+  for (const auto& m : two.metrics)
+    has_loss = has_loss || (m.name == "loss" && m.value == 3.0);
+  EXPECT_TRUE(has_loss);  // the line's metrics joined the reported step's window
+  const auto six = w.take_label(2);
+  EXPECT_EQ(six.step, 6U);
+  EXPECT_EQ(six.step_gap, 3U);
+  EXPECT_EQ(six.tokens, 300U);
+  EXPECT_EQ(w.take_label(3).kind, window_kind::tail);
+}
+
 }  // namespace
 }  // namespace joules

@@ -26,7 +26,7 @@ std::unique_ptr<backend> open_gpu_backend(const backend_options& options) {
   if (options.name == "nvml" || options.name == "auto") {
     auto b = open_nvml_backend(options.nvml_library);
     if (b->devices().empty()) {
-      throw fatal_error(
+      throw no_device_error(
           "NVML found no GPU that joules may use; to try joules without a GPU, or to estimate on "
           "GPUs without power readings, use --backend sim");
     }

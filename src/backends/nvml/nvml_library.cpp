@@ -48,7 +48,7 @@ std::unique_ptr<library> library::open(const std::string& path) {
   void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* why = dlerror();
-    throw fatal_error(fmt::format(
+    throw no_device_error(fmt::format(
         "cannot load the NVIDIA management library {} ({}); is the NVIDIA driver installed? "
         "Set JOULES_NVML_LIBRARY to its path, or try joules with --backend sim",
         file, why != nullptr ? why : "unknown reason"));
@@ -88,10 +88,13 @@ std::unique_ptr<library> library::open(const std::string& path) {
     } else if (rc == kErrorUnknown) {
       hint = "; inside a container this often means the container lost its GPUs (recreate it)";
     }
-    throw fatal_error(
-        fmt::format("nvmlInit failed: {}{}; try joules with --backend sim to run "
-                    "without a GPU",
-                    lib->error_string(rc), hint));
+    std::string what = fmt::format(
+        "nvmlInit failed: {}{}; try joules with --backend sim to run "
+        "without a GPU",
+        lib->error_string(rc), hint);
+    // No kernel driver: no GPU here.  Any other failure is the driver's.
+    if (rc == kErrorDriverNotLoaded) throw no_device_error(what);
+    throw fatal_error(what);
   }
   lib->initialised_ = true;
   return lib;

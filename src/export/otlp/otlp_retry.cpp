@@ -1,11 +1,11 @@
 #include "export/otlp/otlp_retry.hpp"
 
-#include <curl/curl.h>
-
 #include <algorithm>
 #include <cmath>
+#include <ctime>
 #include <string>
 
+#include "http/curl_library.hpp"
 #include "util/strings.hpp"
 
 namespace joules::exporter {
@@ -33,8 +33,11 @@ std::optional<std::chrono::milliseconds> parse_retry_after(
   }
   // IMF-fixdate, and the obsolete RFC 850 and asctime forms RFC 9110 asks recipients to accept;
   // curl_getdate() reads all three (https://curl.se/libcurl/c/curl_getdate.html).
+  // Without libcurl no date is read, and the policy's own wait applies.
+  const curl_library* curl = load_curl();
+  if (curl == nullptr) return std::nullopt;
   const std::string text(value);
-  const time_t at = curl_getdate(text.c_str(), nullptr);
+  const time_t at = curl->getdate(text.c_str(), nullptr);
   if (at == -1) return std::nullopt;
   const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
       std::chrono::system_clock::from_time_t(at) - now);
