@@ -13,6 +13,9 @@ std::vector<std::unique_ptr<options::command>> make_commands() {
   out.push_back(make_doctor_command());
   out.push_back(make_serve_command());
   out.push_back(make_remediate_command());
+  out.push_back(make_report_command());
+  out.push_back(make_diff_command());
+  out.push_back(make_aggregate_command());
   return out;
 }
 

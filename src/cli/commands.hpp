@@ -21,5 +21,8 @@ std::unique_ptr<options::command> make_monitor_command();
 std::unique_ptr<options::command> make_doctor_command();
 std::unique_ptr<options::command> make_serve_command();
 std::unique_ptr<options::command> make_remediate_command();
+std::unique_ptr<options::command> make_report_command();
+std::unique_ptr<options::command> make_diff_command();
+std::unique_ptr<options::command> make_aggregate_command();
 
 }  // namespace joules::cli

@@ -5,6 +5,7 @@
 // --currency), and the measurement options of run and wrap (outputs, labels, run id, live
 // metrics).  docs/carbon.md, docs/metrics.md, docs/jsonl-schema.md.
 
+#include <chrono>
 #include <string_view>
 
 #include "backends/composite/open_backend.hpp"
@@ -43,6 +44,9 @@ void declare_tokens(options::option_table& t, session::inference_settings& s,
 // run id and live metrics.  `run_id` and `carbon` are raw until finish_measure().
 struct measure_options {
   session::measure_settings settings;
+  std::chrono::milliseconds samples_interval{1000};
+  bool samples_given = false;
+  bool no_samples = false;
   std::optional<std::string> run_id;
   carbon::settings carbon;
   std::string summary = "auto";  // --summary

@@ -220,9 +220,11 @@ std::string session_start_record(const run_context& ctx) {
     w.value(a);
   w.end_array();
   w.field("pid", static_cast<std::int64_t>(getpid()));
+  w.field("user", ctx.user.empty() ? std::optional<std::string>() : std::optional(ctx.user));
   w.field("start_time", iso8601_utc(ctx.start_wall));
   w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
   w.field("interval_ms", ctx.interval_ms);
+  w.field("samples_interval_ms", ctx.samples_interval_ms);
   w.field("backend", ctx.backend.backend);
   w.field("driver_version", ctx.backend.driver_version.empty()
                                 ? std::optional<std::string>()

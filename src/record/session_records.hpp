@@ -31,6 +31,10 @@ struct run_context {
   scope_result scope;
   std::vector<std::string> notices;
   double interval_ms = 100;
+  // The first width of the `sample` records' buckets (record/sample_records.hpp); none: no
+  // sample records.
+  std::optional<double> samples_interval_ms;
+  std::string user;  // the login name joules ran as; empty when unknown
   // CPU and DRAM: measured, estimated or not, and why (backend::components()).
   std::vector<component_status> components;
   carbon::factors carbon;  // PUE, grid intensity, price: their values and provenance

@@ -22,6 +22,8 @@ namespace {
 // The pace at which GPUs without an energy counter are read by default (their power sensor's
 // update period on Pascal: docs/nvml-notes.md §3.3).
 constexpr std::chrono::milliseconds kPolledInterval{20};
+// The most often sample records ask the sampler for health readings.
+constexpr std::chrono::milliseconds kHealthInterval{5000};
 
 }  // namespace
 
@@ -31,6 +33,12 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   if (!settings.command.empty()) child_process::resolve_command(settings.command.front());
   sampler_options options;
   options.interval = settings.interval;
+  // Sample records carry utilisation, temperature and clocks: the sampler then reads them too,
+  // after a tick.  A health reading is dozens of driver calls per GPU, milliseconds on a node
+  // of 8 during which no step boundary is read: every 5 s keeps that to a rare boundary.
+  if (settings.samples_interval) {
+    options.health_interval = std::max(*settings.samples_interval, kHealthInterval);
+  }
   // The sampler's thread opens the backend: only that thread ever calls the driver.
   sampler_ = std::make_unique<joules::sampler>([b = settings.backend] { return open_backend(b); },
                                                options);
@@ -90,6 +98,10 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.scope = std::move(scope);
   ctx_.notices = hw.notices();
   ctx_.interval_ms = static_cast<double>(settings.interval.count());
+  ctx_.user = user_name();
+  if (settings.samples_interval) {
+    ctx_.samples_interval_ms = static_cast<double>(settings.samples_interval->count());
+  }
   ctx_.components = hw.components();
   ctx_.carbon = settings.carbon;
 
@@ -214,14 +226,30 @@ void measurement::begin(mono_time t) {
   ctx_.start_wall = std::chrono::system_clock::now();
   live_->set_started(t, energy_at(t));
   sampler_->boundary(t);
+  if (!sink_) ctx_.samples_interval_ms.reset();
   if (sink_) sink_->write(session_start_record(ctx_));
+  if (sink_ && ctx_.samples_interval_ms) {
+    samples_ =
+        std::make_unique<sample_writer>(*sampler_, ctx_, *sink_, *settings_.samples_interval);
+    samples_->start();
+  }
   if (inference_) inference_->start(t);
 }
 
 std::vector<window_result> measurement::end(mono_time t) {
   // The last scrapes read the energy from snapshots: before the sampler stops.
   if (inference_) inference_->finish(t);
-  return sampler_->finish(t);
+  auto windows = sampler_->finish(t);
+  // The last bucket after the last readings; before session_end, which closes the records.
+  if (samples_) samples_->finish(t);
+  return windows;
+}
+
+void measurement::drop_samples(std::string_view why) {
+  if (settings_.samples_interval && !settings_.samples_default) {
+    term::print_note(fmt::format("no sample records: {}", why));
+  }
+  ctx_.samples_interval_ms.reset();
 }
 
 void measurement::add_window(const window_result& w) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,7 @@
 #include "sampler/sampler.hpp"
 #include "session/inference.hpp"
 #include "session/run_export.hpp"
+#include "session/sample_writer.hpp"
 
 namespace joules::session {
 
@@ -34,6 +36,9 @@ struct measure_settings {
   std::chrono::milliseconds interval{100};
   bool interval_given = false;  // --interval was on the command line
   std::optional<std::string> output;
+  // The first width of the `sample` records' buckets; none: no sample records.
+  std::optional<std::chrono::milliseconds> samples_interval;
+  bool samples_default = false;  // on because the records go to a file, not asked for
   bool append = false;
   bool json = false;
   bool quiet = false;
@@ -109,6 +114,10 @@ class measurement {
   // The run's energy so far: the sum of the windows added.
   microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
 
+  // No sample records in this run (wrap: the records share the command's stream, where only
+  // its main loop may write).  `why` is said in a note when they were asked for.
+  void drop_samples(std::string_view why);
+
   // Set when the sampler had to be abandoned in a hung backend call: the process must end
   // without running destructors that would wait for it.
   bool must_exit_hard() const { return must_exit_hard_; }
@@ -127,7 +136,8 @@ class measurement {
   std::optional<window_result> run_;  // the whole run, the sum of its windows
   std::unique_ptr<exporter::run_metrics> live_;
   std::unique_ptr<inference_tracker> inference_;
-  std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
+  std::unique_ptr<exporters> exporters_;    // null without --prometheus and --otlp
+  std::unique_ptr<sample_writer> samples_;  // from begin() to end(), with samples on
   bool must_exit_hard_ = false;
   std::vector<std::pair<std::string, std::string>> sections_;
 };

@@ -182,6 +182,10 @@ void wrap_loop::route_records() {
     record_channel_ = err_channel_;
   }
   if (record_channel_ != nullptr) {
+    // Sample records come from a thread of their own; on the command's stream only this loop
+    // may write.
+    m_.drop_samples(
+        "the records share the command's output (--output -, --json); give --output FILE");
     sink->route(
         [ch = record_channel_](std::string_view line) { ch->own_line(line, steady::now()); });
   }

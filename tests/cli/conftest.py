@@ -17,6 +17,8 @@ FAKE_NVML_DIR = pathlib.Path(os.environ.get("FAKE_NVML_DIR", BUILD / "tests" / "
 SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import schema_check  # noqa: E402  tests/cli/schema_check.py
 
 # Hermetic: the host's RAPL counters (readable when CI runs as root) and region must not leak into
 # runs whose energy tests compare with GPU truth.  RAPL tests point JOULES_POWERCAP_ROOT at a
@@ -48,17 +50,25 @@ def words(text):
 
 
 def read_jsonl(path):
-    """Every line of a JSONL file, parsed; fails the test if any line is not JSON."""
+    """Every line of a JSONL file, parsed; fails the test if any line is not JSON or a record does
+    not match its schema in docs/schema (schema_check.py)."""
     lines = pathlib.Path(path).read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    records = [json.loads(line) for line in lines]
+    for r in records:
+        if isinstance(r, dict) and r.get("schema_version") is not None:
+            schema_check.validate(r)
+    return records
 
 
 def records_of(text, kind):
+    """The records of type `kind` among the lines of `text`, each checked against its schema."""
     out = []
     for line in text.splitlines():
         if line.startswith("{"):
             r = json.loads(line)
             if r.get("type") == kind:
+                if r.get("schema_version") is not None:
+                    schema_check.validate(r)
                 out.append(r)
     return out
 
