@@ -5,10 +5,17 @@
  *
  *   joules-toy-trainer [--steps N] [--step-ms MS] [--jitter F] [--setup-ms MS]
  *                      [--eval-every K] [--eval-ms MS] [--seed S] [--tokens-per-step T]
- *                      [--stamps FILE]
+ *                      [--stamps FILE] [--slowdown-file FILE]
  *
  * --stamps FILE writes, when the run ends, the CLOCK_MONOTONIC nanoseconds at which each step line
  * was written, one per line: the tests compute each step's exact energy from them.
+ *
+ * --slowdown-file FILE makes the steps feel the GPUs' power limits, for `joules tune` and `joules
+ * sweep` against the fake NVML: FILE is its FAKE_NVML_STATE_FILE (tests/fake_nvml/README.md),
+ * whose lines `UUID LIMIT_MW FACTOR` say how much longer a step takes at each GPU's limit.  A step
+ * is STEP-MS of work done at 1/FACTOR the speed, FACTOR the largest in the file (in a
+ * data-parallel job the slowest GPU sets the pace), read again every 5 ms so that a limit changed
+ * during a step slows the rest of it.  No file (yet): FACTOR is 1.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -22,6 +29,46 @@ static void sleep_ms(double ms) {
   ts.tv_sec = (time_t)(ms / 1000.0);
   ts.tv_nsec = (long)((ms - (double)ts.tv_sec * 1000.0) * 1e6);
   while (nanosleep(&ts, &ts) != 0) {
+  }
+}
+
+/* The largest step time factor in a FAKE_NVML_STATE_FILE; 1 without one. */
+static double slowdown_factor(const char* path) {
+  FILE* f = fopen(path, "r");
+  if (f == NULL) return 1.0;
+  char line[512];
+  double most = 1.0;
+  while (fgets(line, sizeof line, f) != NULL) {
+    char uuid[256];
+    unsigned long limit_mw = 0;
+    double factor = 0.0;
+    if (line[0] == '#') continue;
+    if (sscanf(line, "%255s %lu %lf", uuid, &limit_mw, &factor) == 3 && factor > most)
+      most = factor;
+  }
+  fclose(f);
+  return most;
+}
+
+static long long monotonic_ns(void);
+
+/* `ms` of work: that long, or stretched by the slowdown file's factor as it is at each moment.
+ * The time each slice really took (a sleep overshoots, the file takes a moment to read) counts
+ * as work done at that slice's factor, so that no overshoot adds up over a step. */
+static void work_ms(double ms, const char* slowdown_path) {
+  if (slowdown_path == NULL) {
+    sleep_ms(ms);
+    return;
+  }
+  double left = ms; /* of work at full speed */
+  long long t = monotonic_ns();
+  while (left > 0) {
+    const double factor = slowdown_factor(slowdown_path);
+    const double slice = left * factor < 5.0 ? left * factor : 5.0; /* wall-clock ms */
+    sleep_ms(slice);
+    const long long now = monotonic_ns();
+    left -= (double)(now - t) / 1e6 / factor;
+    t = now;
   }
 }
 
@@ -44,6 +91,7 @@ int main(int argc, char** argv) {
   long steps = 40, eval_every = 0, tokens = 0;
   double step_ms = 100, jitter = 0.4, setup_ms = 500, eval_ms = 300;
   const char* stamps_path = NULL;
+  const char* slowdown_path = NULL;
   for (int i = 1; i + 1 < argc; i += 2) {
     const char* k = argv[i];
     const char* v = argv[i + 1];
@@ -65,6 +113,8 @@ int main(int argc, char** argv) {
       tokens = atol(v);
     else if (strcmp(k, "--stamps") == 0)
       stamps_path = v;
+    else if (strcmp(k, "--slowdown-file") == 0)
+      slowdown_path = v;
     else {
       fprintf(stderr, "joules-toy-trainer: unknown option %s\n", k);
       return 2;
@@ -76,8 +126,10 @@ int main(int argc, char** argv) {
   sleep_ms(setup_ms);
   double loss = 10.5;
   for (long s = 1; s <= steps; ++s) {
-    const double ms = step_ms * (1.0 + jitter * (2.0 * next_uniform() - 1.0));
-    sleep_ms(ms);
+    double ms = step_ms * (1.0 + jitter * (2.0 * next_uniform() - 1.0));
+    const long long began = monotonic_ns();
+    work_ms(ms, slowdown_path);
+    if (slowdown_path != NULL) ms = (double)(monotonic_ns() - began) / 1e6;
     loss = loss * 0.97 + 0.08;
     stamps[s - 1] = monotonic_ns();
     if (tokens > 0) {

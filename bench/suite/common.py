@@ -20,7 +20,10 @@ import time
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BENCH = ROOT / "bench"
-BUILD = ROOT / "build" / "release"
+# The Release build (make bench), or another build tree named by JOULES_BENCH_BUILD (a figure
+# that measures no CPU cost, such as tune's, can run on the debug build).
+BUILD = pathlib.Path(os.environ.get("JOULES_BENCH_BUILD", ROOT / "build" / "release")).resolve()
+BUILD_NAME = os.path.relpath(BUILD, ROOT)
 JOULES = BUILD / "src" / "joules"
 FAKE_DIR = BUILD / "tests" / "fake_nvml"
 FAKE_FULL = FAKE_DIR / "full"

@@ -63,4 +63,22 @@ std::string_view to_string(device_kind k) {
   return "gpu";
 }
 
+std::string_view to_string(control_status s) {
+  switch (s) {
+    case control_status::ok:
+      return "ok";
+    case control_status::no_permission:
+      return "no_permission";
+    case control_status::not_supported:
+      return "not_supported";
+    case control_status::invalid:
+      return "invalid";
+    case control_status::lost:
+      return "lost";
+    case control_status::error:
+      return "error";
+  }
+  return "error";
+}
+
 }  // namespace joules

@@ -154,6 +154,35 @@ struct component_status {
   std::vector<std::string> left_out;
 };
 
+// What became of a question to, or a change of, a device's power limit (src/control).
+enum class control_status {
+  ok,
+  no_permission,  // the driver refused: root or CAP_SYS_ADMIN is needed (docs/nvml-notes.md §4)
+  not_supported,  // this device's limit cannot be changed (or this backend has none)
+  invalid,        // a limit outside the range the device accepts
+  lost,           // the device fell off the bus or is otherwise inaccessible
+  error,          // any other failure; the detail says which
+};
+std::string_view to_string(control_status s);
+
+struct control_result {
+  control_status status = control_status::ok;
+  std::string detail;  // the driver's words for a failure ("NVML_ERROR_NO_PERMISSION")
+  bool ok() const { return status == control_status::ok; }
+};
+
+// A device's power limit now and the range its driver accepts, in milliwatts (NVML's unit:
+// journals and comparisons stay exact).  `current_mw` is the limit set_power_limit sets (NVML's
+// management limit), which other limiters may undercut (device_info::power_limit is the
+// enforced one).
+struct power_limit_reading {
+  control_result result;  // not ok: the limits below are what could be read, if anything
+  std::optional<std::uint32_t> current_mw;
+  std::optional<std::uint32_t> min_mw;
+  std::optional<std::uint32_t> max_mw;
+  std::optional<std::uint32_t> default_mw;
+};
+
 struct backend_meta {
   // "nvml", "amdsmi", "rocm_smi", "levelzero", "sim", "rapl"; GPU backends opened together are
   // joined with '+' ("nvml+amdsmi").
@@ -187,12 +216,29 @@ class backend {
     return {};
   }
 
-  // What `doctor` shows about device `i`: its health readings, GPM, power-limit control.  May
-  // be slow and, to learn whether this process may change the power limit, sets the limit to the
-  // value it already has (a no-op).  Sampler thread only, before sampling starts.  Never throws.
+  // What `doctor` shows about device `i`: its health readings, GPM, whether its power limit can
+  // be changed.  Reads only: it never changes anything on the device (whether this process may
+  // change the limit is a question about the process, src/control/permission.hpp).  May be slow.
+  // Sampler thread only, before sampling starts.  Never throws.
   virtual device_capabilities probe_capabilities(std::size_t i) {
     (void)i;
     return {};
+  }
+
+  // Power-limit control, the one place joules changes hardware state (src/control,
+  // docs/tuning.md).  The limit of device `i` now, and its range.  Sampler thread only, at any
+  // time (the sampler runs control tasks between its readings).  Never throws.
+  virtual power_limit_reading read_power_limit(std::size_t i) {
+    (void)i;
+    return {
+        {control_status::not_supported, "this backend has no power limit to read"}, {}, {}, {}, {}};
+  }
+  // Sets the power limit of device `i` to `limit_mw` milliwatts, in force from the call on.
+  // Sampler thread only.  Never throws.
+  virtual control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) {
+    (void)i;
+    (void)limit_mw;
+    return {control_status::not_supported, "this backend has no power limit to set"};
   }
 
   // For CUDA_VISIBLE_DEVICES entries naming a MIG instance: the UUID of the GPU that holds it.

@@ -17,6 +17,7 @@
 #include "options/parse.hpp"
 #include "options/suggest.hpp"
 #include "proc/child.hpp"
+#include "session/limit_recovery.hpp"
 #include "term/messages.hpp"
 #include "term/terminal.hpp"
 #include "util/error.hpp"
@@ -95,6 +96,13 @@ int dispatch(const std::vector<std::string>& args) {
       std::fputs(options::help_text(d, help_width()).c_str(), stdout);
       return 0;
     }
+    // Power limits a joules left changed (a SIGKILL, a power loss) are set back by the next
+    // joules to start, whatever it is asked to do (docs/tuning.md) — but doctor, which only
+    // reports them, and tune --restore, which does this itself and says more.
+    const auto options_end = std::find(rest.begin(), rest.end(), "--");
+    const bool restores_itself =
+        args[0] == "tune" && std::find(rest.begin(), options_end, "--restore") != options_end;
+    if (args[0] != "doctor" && !restores_itself) session::restore_left_limits();
     return d.cmd->run(std::move(parsed.positional));
   }
   std::vector<std::string> names = command_names();

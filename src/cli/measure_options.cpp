@@ -39,7 +39,7 @@ std::pair<std::string, std::string> run_label(const std::string& label,
 
 }  // namespace
 
-void declare_measure(options::option_table& t, measure_options& out) {
+void declare_measure(options::option_table& t, measure_options& out, std::string_view subcommand) {
   session::measure_settings& s = out.settings;
   declare_gpus(t, s.gpus);
   t.millis("interval",
@@ -59,6 +59,14 @@ void declare_measure(options::option_table& t, measure_options& out) {
   t.excludes(
       t.flag("json", 0, "Write the JSONL records to stderr (instead of the summary line).", s.json),
       output);
+  CLI::Option* samples =
+      t.millis("samples-interval",
+               "Write `sample` records (power, energy, utilisation, temperature and clocks of each "
+               "device: min, mean and max) over buckets of MS milliseconds; the buckets widen as "
+               "the run grows, so a 24-hour run writes a few thousand (docs/jsonl-schema.md).",
+               "1000 when --output is a file; none otherwise", 10, 3600000, out.samples_interval,
+               &out.samples_given);
+  t.excludes(t.flag("no-samples", 0, "Write no `sample` records.", out.no_samples), samples);
   t.excludes(t.flag("quiet", 'q', "Do not print the summary.", s.quiet),
              t.choice("summary", "FORM",
                       "How the summary on stderr looks: an aligned block (energy, power, steps, "
@@ -81,6 +89,7 @@ void declare_measure(options::option_table& t, measure_options& out) {
            out.run_id = v;
          });
   declare_exports(t, s.exports);
+  declare_tokens(t, s.inference, subcommand);
   declare_sim(t, s.backend);
   declare_components(t, s.backend.components,
                      "gpu, plus cpu and dram where RAPL can be read; what cannot is said in the "
@@ -105,6 +114,12 @@ session::measure_settings finish_measure(measure_options& o, std::vector<std::st
         s.run_id));
   }
   s.carbon = resolve_carbon(o.carbon);
+  // Samples are what a report draws power over time from: on by default where the records go to
+  // a file; a stream (--output -, --json) gets them only when asked, not a record a second.
+  if (!o.no_samples && (o.samples_given || (s.output && *s.output != "-"))) {
+    s.samples_interval = o.samples_interval;
+    s.samples_default = !o.samples_given;
+  }
   session::check_otlp_tls(s.exports);
   using form = session::measure_settings::summary_form;
   s.summary = o.summary == "block"  ? form::block

@@ -85,6 +85,7 @@ class monitor_command final : public options::command {
     declare_components(t, s_.backend.components,
                        "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
                        "read are named on stderr, with the fix");
+    declare_tokens(t, s_.inference, "monitor");
   }
   int run(std::vector<std::string>) override { return session::show_monitor(s_); }
 

@@ -27,7 +27,7 @@ class run_command final : public options::command {
   const options::command_text& text() const override { return kText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::command);
-    declare_measure(t, options_);
+    declare_measure(t, options_, "run");
   }
   int run(std::vector<std::string> positional) override {
     return session::run(finish_measure(options_, std::move(positional), "run"));

@@ -27,7 +27,8 @@ constexpr options::command_text kText{
     "joules serve --listen 0.0.0.0:19400 --label cluster=a\n"
     "joules serve --listen 0.0.0.0:9400 --dcgm-compat   # in place of dcgm-exporter\n"
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
-    "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0"};
+    "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
+    "joules serve --tokens-from http://127.0.0.1:8000/metrics"};
 
 class serve_command final : public options::command {
  public:
@@ -87,6 +88,7 @@ void serve_command::declare(options::option_table& t) {
                      "gpu, plus cpu and dram where RAPL can be read; counters that cannot be "
                      "read are named on stderr, with the fix");
   declare_carbon(t, carbon_);
+  declare_tokens(t, s_.inference, "serve");
 }
 
 }  // namespace

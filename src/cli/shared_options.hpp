@@ -6,12 +6,14 @@
 // --currency), and the measurement options of run and wrap (outputs, labels, run id, live
 // metrics).  docs/carbon.md, docs/metrics.md, docs/jsonl-schema.md.
 
+#include <chrono>
 #include <string_view>
 
 #include "backends/composite/open_backend.hpp"
 #include "carbon/carbon.hpp"
 #include "options/option_table.hpp"
 #include "session/measurement.hpp"
+#include "session/wrap.hpp"
 
 namespace joules::cli {
 
@@ -35,17 +37,38 @@ carbon::factors resolve_carbon(carbon::settings s);
 // --prometheus, --otlp and the OTLP options (header, interval, TLS files).
 void declare_exports(options::option_table& t, session::export_settings& e);
 
+// --tokens-from, --tokens-metric, --tokens-interval (docs/inference.md).
+void declare_tokens(options::option_table& t, session::inference_settings& s,
+                    std::string_view subcommand);
+
 // Everything `run` has (and `wrap` too): the options above, --interval, the outputs, labels,
 // run id and live metrics.  `run_id` and `carbon` are raw until finish_measure().
 struct measure_options {
   session::measure_settings settings;
+  std::chrono::milliseconds samples_interval{1000};
+  bool samples_given = false;
+  bool no_samples = false;
   std::optional<std::string> run_id;
   carbon::settings carbon;
   std::string summary = "auto";  // --summary
 };
-void declare_measure(options::option_table& t, measure_options& out);
+void declare_measure(options::option_table& t, measure_options& out, std::string_view subcommand);
 // After parsing: the command, the run id and the carbon factors.  Throws usage_error.
 session::measure_settings finish_measure(measure_options& o, std::vector<std::string> command,
                                          std::string_view subcommand);
+
+// The options of wrap (tune and sweep have them too): --step-regex, --tokens-per-step,
+// --samples-per-step, --total-steps, --predict-after, --warmup-steps, the straggler options,
+// --inline, --no-inline, --no-pty.
+struct wrap_options {
+  wrap_settings steps;
+  session::wrap_output output;
+  bool inline_energy = false;
+  bool no_inline = false;
+  bool no_pty = false;
+};
+void declare_wrap(options::option_table& t, wrap_options& out);
+// After parsing: the output settings.
+session::wrap_output finish_wrap(const wrap_options& o);
 
 }  // namespace joules::cli

@@ -204,7 +204,9 @@ void gpu_text(std::string& out, const report& r, const gpu_report& g, bool color
   if (g.caps.power_limit_control == false) {
     control = " · fixed";
   } else if (g.caps.power_limit_control) {
-    control = fmt::format(" · this user may change it: {}", yes_no(g.caps.power_limit_permission));
+    control = fmt::format(" · this process may change it: {}",
+                          r.power_limit_permission.empty() ? yes_no(g.caps.power_limit_permission)
+                                                           : r.power_limit_permission);
   }
   fmt::format_to(std::back_inserter(out), "    power limit {} (default {}{}){}\n",
                  watts_text(d.power_limit), watts_text(d.default_power_limit), range, control);
@@ -393,6 +395,7 @@ std::string render_json(const report& r) {
         .field("health_checked", g.health.has_value());
     write_optional_bool(w, "power_limit_control", g.caps.power_limit_control);
     write_optional_bool(w, "power_limit_permission", g.caps.power_limit_permission);
+    w.field("power_limit_permission_detail", r.power_limit_permission);
     write_optional_bool(w, "gpm", g.caps.gpm);
     write_optional_bool(w, "mig_enabled", g.caps.mig_enabled);
     w.key("compute_capability");
@@ -440,6 +443,17 @@ std::string render_json(const report& r) {
     for (const auto& z : c.left_out)
       w.value(z);
     w.end_array().end_object();
+  }
+  w.end_array();
+  w.key("changed_power_limits").begin_array();
+  for (const auto& c : r.changed_limits) {
+    w.begin_object()
+        .field("gpu", c.gpu)
+        .field("uuid", c.uuid)
+        .field("original_limit_w", c.original_w);
+    w.field("command", c.command).field("pid", static_cast<std::int64_t>(c.pid));
+    w.field("started", c.started).field("owner_running", c.owner_running);
+    w.field("journal", c.journal).end_object();
   }
   w.end_array();
   w.key("findings").begin_array();

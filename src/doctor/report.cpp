@@ -87,8 +87,9 @@ std::vector<finding> measurement_findings(const gpu_report& g) {
   }
   if (g.caps.power_limit_control == true && g.caps.power_limit_permission == false) {
     out.push_back(about(d, severity::info, "power_limit_no_permission",
-                        "this user may not change the power limit",
-                        "run as root to change it (nvidia-smi -pl)"));
+                        "this process may not change the power limit",
+                        "changing it (joules tune, nvidia-smi -pl) needs root or CAP_SYS_ADMIN; "
+                        "in a container, --cap-add SYS_ADMIN"));
   }
   const bool slow = g.read_s && *g.read_s > kSlowReadS;
   if (slow) {
@@ -137,6 +138,23 @@ void conclude(report& r) {
       for (auto& f : health::health_findings(g.info, g.health.value_or(health_reading{}), lost))
         all.push_back(std::move(f));
     }
+  }
+  for (const auto& c : r.changed_limits) {
+    if (c.owner_running) {
+      all.push_back(general(
+          severity::info, "power_limit_tuning",
+          fmt::format("GPU {}: its power limit is being changed by joules {} (pid {}), which sets "
+                      "it back to {:g} W when it ends",
+                      c.gpu, c.command, c.pid, c.original_w)));
+      continue;
+    }
+    all.push_back(general(
+        severity::warning, "power_limit_left_changed",
+        fmt::format("GPU {}: its power limit was left changed by joules {} (pid {}, started {}), "
+                    "which ended without setting it back to {:g} W (journal {})",
+                    c.gpu, c.command, c.pid, c.started, c.original_w, c.journal),
+        "joules tune --restore sets it back (as root, or with CAP_SYS_ADMIN); so does any "
+        "joules command but doctor"));
   }
   if (!r.cuda.certain && r.gpus.size() > 1) {
     all.push_back(general(severity::warning, "cuda_order_uncertain",

@@ -35,6 +35,19 @@ struct gpu_report {
   std::optional<unsigned> cuda_index;  // within this job's CUDA_VISIBLE_DEVICES, when visible
 };
 
+// A power limit a joules changed and has not set back yet (src/control/journal.hpp): under way
+// while that joules runs, left changed when it ended without restoring (a SIGKILL, a power loss).
+struct changed_limit {
+  unsigned gpu = 0;  // its index when the journal was written
+  std::string uuid;
+  double original_w = 0.0;  // the limit to set back
+  std::string command;      // "tune", "sweep"
+  long pid = 0;
+  std::string started;
+  bool owner_running = false;
+  std::string journal;  // the journal's path
+};
+
 struct report {
   std::string hostname;
   std::string time;  // ISO-8601 UTC
@@ -47,8 +60,12 @@ struct report {
   cuda_mapping cuda;
   std::vector<device_info> host_devices;     // CPU packages and DRAM measured through RAPL
   std::vector<component_status> components;  // what became of CPU and DRAM, with fixes
-  std::vector<health::finding> findings;     // set by conclude()
-  int exit_status = health::kHealthy;        // set by conclude()
+  // Whether this process may change power limits, in words (src/control/permission.hpp): the
+  // same for every GPU, learnt without changing anything.
+  std::string power_limit_permission;
+  std::vector<changed_limit> changed_limits;
+  std::vector<health::finding> findings;  // set by conclude()
+  int exit_status = health::kHealthy;     // set by conclude()
 };
 
 // Findings about what can be measured on one GPU (not its health).

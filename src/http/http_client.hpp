@@ -1,13 +1,14 @@
 #pragma once
-// The HTTP client of OTLP pushes (`--otlp URL`), over libcurl: `http://` and `https://` (the
+// The HTTP client of OTLP pushes (`--otlp URL`) and of the scrapes of inference servers'
+// /metrics pages (`--tokens-from URL`), over libcurl: `http://` and `https://` (the
 // system CA store, or only the CAs of a given file; a client certificate for mutual TLS),
 // proxies from the environment as libcurl reads them (https_proxy/HTTPS_PROXY, http_proxy,
 // all_proxy/ALL_PROXY, no_proxy/NO_PROXY; https://curl.se/libcurl/c/CURLOPT_PROXY.html), and one
 // connection kept alive from request to request.
 //
-// One client is used by one thread at a time (the OTLP exporter's); cut_off() may be called
-// from any thread.  libcurl is loaded (http/curl_library.hpp) and initialised once per process,
-// by the first client made.
+// One client is used by one thread at a time (the OTLP exporter's, a token source's); cut_off() may
+// be called from any thread.  libcurl is loaded (http/curl_library.hpp) and initialised once per
+// process, by the first client made.
 
 #include <atomic>
 #include <chrono>
@@ -65,7 +66,8 @@ struct http_result {
   bool cut_off = false;     // with status 0: ended by cut_off()
   std::string error;        // curl's text, empty on a response
   std::string retry_after;  // the Retry-After header's value, if any
-  std::string body;         // the response body's first bytes (up to 1 KiB)
+  std::string body;         // the response body's first bytes (up to 1 KiB; get(): its limit)
+  bool too_large = false;   // get(): the body passed its limit, and the transfer was ended
   bool ok() const { return status >= 200 && status < 300; }
 };
 
@@ -83,12 +85,22 @@ class http_client {
   http_result post(std::string_view body, std::chrono::milliseconds timeout,
                    std::chrono::milliseconds connect_timeout);
 
+  // GETs the URL and waits for the whole response, as post() does.  The body (decompressed when
+  // the server sends gzip) is kept whole up to `max_body` bytes; a longer one ends the transfer
+  // (status 0, too_large).  Never throws.
+  http_result get(std::chrono::milliseconds timeout, std::chrono::milliseconds connect_timeout,
+                  std::size_t max_body);
+
   // No request runs past `deadline`, the one in flight included (it ends at once when the
   // deadline has passed).  Any thread.
   void cut_off(mono_time deadline);
 
  private:
   struct handles;
+  // Runs the request set up on the handle; fills `result`.
+  void perform(http_result& result, std::chrono::milliseconds timeout,
+               std::chrono::milliseconds connect_timeout);
+
   std::unique_ptr<handles> h_;
   std::atomic<std::int64_t> cut_off_ns_;  // steady clock
 };

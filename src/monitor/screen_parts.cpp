@@ -202,6 +202,13 @@ lines header(const screen_model& m, std::size_t width, const painter& paint, boo
           fmt::format("{} ({})", energy_text(d.now.energy_j), to_string(d.info.method()))},
          "  ·  ", width, 6);
   }
+  // Inference servers (--tokens-from): joules per token of their GPUs.
+  for (const auto& r : m.inference) {
+    flow(out, paint("tokens", kBold) + "  ",
+         {shown(r.source),
+          r.problem.empty() ? shown(inference_text(r)) : paint(shown(inference_text(r)), kAlert)},
+         "  ·  ", width, 8);
+  }
   out.emplace_back();
   return out;
 }

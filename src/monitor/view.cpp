@@ -7,6 +7,7 @@
 
 #include "health/findings.hpp"
 #include "monitor/view.hpp"
+#include "text/escape.hpp"
 #include "util/json_writer.hpp"
 
 namespace joules::monitor {
@@ -235,6 +236,28 @@ std::string stale_text(const screen_model& m) {
                      m.readings_clock.empty() ? "" : fmt::format(" (from {})", m.readings_clock));
 }
 
+std::string inference_text(const inference_row& r) {
+  if (!r.problem.empty()) return "no counts: " + r.problem;
+  if (!r.output_tokens_per_s && !r.energy_per_output_token_j) return "no token counted yet";
+  std::string out = r.energy_per_output_token_j
+                        ? fmt::format("{:.3g} J/token", *r.energy_per_output_token_j)
+                        : std::string("- J/token");
+  out += fmt::format(" · {} tok/s", or_dash(r.output_tokens_per_s, "{:.0f}"));
+  if (r.idle_energy_ratio) out += fmt::format(" · idle {:.0f} %", *r.idle_energy_ratio * 100.0);
+  if (r.power_w) out += fmt::format(" · {:.0f} W", *r.power_w);
+  out += r.estimated ? " (1 min, estimated)" : " (1 min)";
+  return out;
+}
+
+std::string plain_inference_lines(const screen_model& m) {
+  std::string out;
+  for (const auto& r : m.inference) {
+    out += fmt::format("# tokens {}: {}\n", text::escape_for_terminal(r.source),
+                       text::escape_for_terminal(inference_text(r)));
+  }
+  return out;
+}
+
 std::string plain_stale_line(const screen_model& m) {
   const std::string t = stale_text(m);
   return t.empty() ? t : fmt::format("# {}\n", t);
@@ -358,7 +381,23 @@ std::string json_sample(const screen_model& m, std::string_view iso_time) {
       w.end_object();
     }
   }
-  w.end_array().end_object();
+  w.end_array();
+  if (!m.inference.empty()) {
+    w.key("inference").begin_array();
+    for (const auto& r : m.inference) {
+      w.begin_object()
+          .field("source", r.source)
+          .field("estimated", r.estimated)
+          .field("problem", r.problem.empty() ? std::optional<std::string>() : r.problem)
+          .field("energy_per_output_token_j", rounded(r.energy_per_output_token_j, 6))
+          .field("output_tokens_per_s", rounded(r.output_tokens_per_s, 3))
+          .field("idle_energy_ratio", rounded(r.idle_energy_ratio, 4))
+          .field("power_w", rounded(r.power_w, 3))
+          .end_object();
+    }
+    w.end_array();
+  }
+  w.end_object();
   return w.take() + "\n";
 }
 

@@ -42,6 +42,18 @@ struct device_view {
   const history* util_history = nullptr;   // GPUs only: utilisation, %
 };
 
+// An inference server whose tokens the session counts (--tokens-from, docs/inference.md), as
+// the session hands it over: figures over the last minute.
+struct inference_row {
+  std::string source;   // "vllm serving m on GPUs 0,1": outside strings, escaped when shown
+  std::string problem;  // why there are no counts now; empty while they come
+  bool estimated = false;
+  std::optional<double> energy_per_output_token_j;
+  std::optional<double> output_tokens_per_s;
+  std::optional<double> idle_energy_ratio;
+  std::optional<double> power_w;
+};
+
 struct screen_model {
   std::string host;
   std::string source;  // "nvml, driver 570.86.15" / "sim: ..." (simulated)
@@ -59,6 +71,7 @@ struct screen_model {
   std::vector<device_view> host_devices;  // CPU packages and DRAM (RAPL), when measured
   std::vector<process_row> processes;     // of every GPU shown, by GPU then pid
   bool processes_known = false;           // some GPU reported its process list
+  std::vector<inference_row> inference;   // --tokens-from
 };
 
 // The full-screen view: at most `height` lines, each at most `width` cells, with ANSI colours
@@ -84,6 +97,10 @@ std::vector<std::size_t> gpu_order(const screen_model& m, const ui_state& ui);
 std::string plain_header();
 std::string plain_line(std::string_view time, std::optional<double> age_s, const device_view& d);
 std::string plain_stale_line(const screen_model& m);  // empty unless m.stale
+// One comment line (starting with '#') per inference server, after the devices' lines.
+std::string plain_inference_lines(const screen_model& m);
+// "0.412 J/token · 1234 tok/s · idle 12 % · 830 W (1 min)", or the problem.
+std::string inference_text(const inference_row& r);
 
 // What to tell people about stale readings: "readings 8 s old: the driver is not answering".
 std::string stale_text(const screen_model& m);

@@ -220,9 +220,11 @@ std::string session_start_record(const run_context& ctx) {
     w.value(a);
   w.end_array();
   w.field("pid", static_cast<std::int64_t>(getpid()));
+  w.field("user", ctx.user.empty() ? std::optional<std::string>() : std::optional(ctx.user));
   w.field("start_time", iso8601_utc(ctx.start_wall));
   w.field("start_monotonic_s", monotonic_seconds(ctx.start_mono));
   w.field("interval_ms", ctx.interval_ms);
+  w.field("samples_interval_ms", ctx.samples_interval_ms);
   const auto text = [](const std::string& s) {
     return s.empty() ? std::optional<std::string>() : std::optional(s);
   };
@@ -345,6 +347,8 @@ std::string session_end_record(const run_context& ctx, const run_outcome& out) {
   w.key("carbon");
   carbon::write_json(w, carbon::assess(ctx.carbon, energy));
   if (!out.extra_json.empty()) w.key("wrap").raw(out.extra_json);
+  for (const auto& [key, json] : out.sections)
+    w.key(key).raw(json);
   if (!out.exporters_json.empty()) w.key("exporters").raw(out.exporters_json);
   w.end_object();
   return w.take();

@@ -31,6 +31,10 @@ struct run_context {
   scope_result scope;
   std::vector<std::string> notices;
   double interval_ms = 100;
+  // The first width of the `sample` records' buckets (record/sample_records.hpp); none: no
+  // sample records.
+  std::optional<double> samples_interval_ms;
+  std::string user;  // the login name joules ran as; empty when unknown
   // CPU and DRAM: measured, estimated or not, and why (backend::components()).
   std::vector<component_status> components;
   carbon::factors carbon;  // PUE, grid intensity, price: their values and provenance
@@ -63,6 +67,8 @@ struct run_outcome {
   int records_lost = 0;
   std::string extra_json;      // a JSON object written as "wrap" in session_end, when not empty
   std::string exporters_json;  // likewise "exporters": Prometheus and OTLP delivery counts
+  // Further objects of session_end, by key, after "wrap": "tune" (docs/jsonl-schema.md).
+  std::vector<std::pair<std::string, std::string>> sections;
 };
 
 enum class run_status { completed, interrupted, child_failed, measurement_degraded };

@@ -72,8 +72,13 @@ void sampler::thread_main(std::stop_token stop, const backend_factory& open) {
   // Serve jobs until sampling starts (or the sampler is dropped before it does).
   while (true) {
     std::unique_lock lock(mu_);
-    cv_.wait(lock,
-             [&] { return task_ || start_requested_ || finishing_ || stop.stop_requested(); });
+    cv_.wait(lock, [&] {
+      return task_ || !posted_.empty() || start_requested_ || finishing_ || stop.stop_requested();
+    });
+    if (!posted_.empty()) {
+      run_posted(lock);
+      continue;
+    }
     if (task_) {
       auto task = std::move(task_);
       task_ = nullptr;
@@ -86,6 +91,9 @@ void sampler::thread_main(std::stop_token stop, const backend_factory& open) {
       continue;
     }
     if (!start_requested_) {
+      tasks_closed_ = true;
+      std::deque<std::function<void()>> dropped;
+      dropped.swap(posted_);
       lock.unlock();
       backend_.reset();  // nvmlShutdown, on this thread
       return;
@@ -93,13 +101,36 @@ void sampler::thread_main(std::stop_token stop, const backend_factory& open) {
     break;
   }
   run(stop);
+  std::deque<std::function<void()>> dropped;
   {
     std::lock_guard lock(mu_);
+    tasks_closed_ = true;
+    dropped.swap(posted_);
     // An abandoned thread is stuck in (or just back from) a driver call: leave the driver alone.
     if (!abandoned_) backend_.reset();
     exited_ = true;
   }
   cv_.notify_all();
+}
+
+void sampler::enqueue(std::function<void()> task) {
+  {
+    std::lock_guard lock(mu_);
+    // Dropped here, not run: its promise breaks (outside the lock, when `task` goes).
+    if (tasks_closed_ || abandoned_) return;
+    posted_.push_back(std::move(task));
+  }
+  cv_.notify_all();
+}
+
+void sampler::run_posted(std::unique_lock<std::mutex>& lock) {
+  while (!posted_.empty() && !abandoned_) {
+    auto task = std::move(posted_.front());
+    posted_.pop_front();
+    lock.unlock();
+    task();
+    lock.lock();
+  }
 }
 
 void sampler::run_task(const std::function<void()>& task) {
@@ -155,9 +186,15 @@ bool sampler::is_finishing() {
 
 sampler::wake sampler::wait_until(std::stop_token& stop, mono_time when, bool edges) {
   std::unique_lock lock(mu_);
-  wait_locked(lock, when, [&] {
-    return finishing_ || stop.stop_requested() || (edges && edge_requested_.load());
-  });
+  const auto woken = [&] {
+    return finishing_ || stop.stop_requested() || !posted_.empty() ||
+           (edges && edge_requested_.load());
+  };
+  // Control tasks run here, between readings, and the wait goes on to the same instant.
+  while (wait_locked(lock, when, woken) && !posted_.empty() && !finishing_ &&
+         !stop.stop_requested()) {
+    run_posted(lock);
+  }
   if (finishing_ || stop.stop_requested()) return wake::finish;
   if (edges && edge_requested_.exchange(false)) return wake::edge;
   return wake::timeout;
@@ -496,6 +533,29 @@ void sampler::publish(mono_time taken) {
   }
   std::lock_guard lock(snapshot_mu_);
   snapshot_ = std::move(snap);
+}
+
+std::optional<std::vector<double>> sampler::energy_at(mono_time t) const {
+  const double ts = monotonic_seconds(t);
+  std::lock_guard lock(mu_);
+  if (!accounting_ || abandoned_) return std::nullopt;
+  std::vector<double> out;
+  out.reserve(accounting_->device_count());
+  double newest = -1.0;
+  for (std::size_t k = 0; k < accounting_->device_count(); ++k)
+    newest = std::max(newest, accounting_->timeline(k).last_good_t());
+  // Readings older than this may have been dropped (accounting keeps ten seconds at least).
+  if (ts < newest - std::chrono::duration<double>(kEnergyHistory).count()) return std::nullopt;
+  for (std::size_t k = 0; k < accounting_->device_count(); ++k) {
+    const device_timeline& tl = accounting_->timeline(k);
+    if (!tl.has_readings()) return std::nullopt;
+    const bool frozen = tl.lost() || tl.silent_at().has_value();
+    if (!frozen && ts > tl.last_good_t()) return std::nullopt;
+    const auto e = tl.energy_at(ts, frozen);
+    if (!e) return std::nullopt;
+    out.push_back(*e);
+  }
+  return out;
 }
 
 std::shared_ptr<const sampler_snapshot> sampler::snapshot() const {

@@ -14,13 +14,21 @@
 // update period (energy/counter_track.hpp).  A boundary only sets a flag and wakes the thread:
 // whoever places it never waits for a reading.
 //
-// Thread-safety: start(), boundary(), finish() and snapshot() are called from other threads;
-// the backend and the accounting belong to the sampler thread until finish() returns.
+// Control tasks (post()) run on the same thread between readings: changing a GPU's power limit
+// while sampling (src/control) is a call like any other, made by the one thread that calls the
+// driver.  The schedule of readings is kept: a task delays the next reading by its own length at
+// most, and ticks without a task cost one more test of a queue the thread checks under its lock
+// anyway.
+//
+// Thread-safety: start(), boundary(), post(), finish() and snapshot() are called from other
+// threads; the backend and the accounting belong to the sampler thread until finish() returns.
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
 #include <exception>
 #include <functional>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -89,6 +97,14 @@ class sampler {
   template <class F>
   auto on_thread(F fn) -> decltype(fn(std::declval<backend&>()));
 
+  // Runs `fn(backend&)` on the sampler thread and returns at once: before start() as on_thread
+  // does, while sampling between two readings.  The future holds fn's result or exception.  A
+  // task that cannot run any more (the sampler has stopped, or was abandoned in a hung driver
+  // call) is dropped: its future then throws std::future_error (broken_promise), so a caller
+  // waits with a bound (future::wait_for), never forever.
+  template <class F>
+  auto post(F fn) -> std::future<decltype(fn(std::declval<backend&>()))>;
+
   // Starts sampling `devices` (indices into hardware().devices(); accounting sees them in this
   // order) and returns after the first reading of every one, so that a boundary placed right
   // after start() is bracketed by readings.
@@ -136,6 +152,16 @@ class sampler {
 
   std::shared_ptr<const sampler_snapshot> snapshot() const;
 
+  // Each sampled device's cumulative energy at `t` (J, snapshot order), placed by accounting
+  // from the readings around t as a window boundary at t would be (counter updates placed in
+  // time, the power readings between them), without the dense reads a boundary asks for; a lost
+  // device keeps its last energy.  nullopt until every device has a reading after t, and for t
+  // older than kEnergyHistory (accounting drops older readings).  For token sources, which need
+  // the energy at the instants they counted (docs/inference.md).  Any thread: it holds the
+  // sampler's lock for the arithmetic, never across a backend call.
+  static constexpr std::chrono::seconds kEnergyHistory{5};
+  std::optional<std::vector<double>> energy_at(mono_time t) const;
+
   // After finish(): per-device diagnostics for records.
   const accounting& accounts() const { return *accounting_; }
   std::uint64_t ticks() const { return ticks_.load(); }
@@ -148,6 +174,10 @@ class sampler {
 
   void thread_main(std::stop_token stop, const backend_factory& open);
   void run_task(const std::function<void()>& task);
+  // Queues a posted task (dropped at once when the thread no longer runs tasks).
+  void enqueue(std::function<void()> task);
+  // Runs the queued tasks, with `lock` held on mu_ on entry and on return.
+  void run_posted(std::unique_lock<std::mutex>& lock);
   void run(std::stop_token stop);
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
   // {lost, counter energy so far}, for the bursts to watch counters advance.
@@ -175,9 +205,11 @@ class sampler {
   std::vector<std::size_t> devices_;
   sampler_options options_;
 
-  std::mutex mu_;  // guards accounting_, the task slot and the flags below
+  mutable std::mutex mu_;  // guards accounting_, the task slot and the flags below
   std::optional<accounting> accounting_;
-  std::function<void()> task_;  // a job for the thread before sampling starts
+  std::function<void()> task_;                // a job for the thread before sampling starts
+  std::deque<std::function<void()>> posted_;  // post()ed tasks, oldest first
+  bool tasks_closed_ = false;                 // the thread runs no more tasks
   bool opened_ = false;
   bool task_done_ = false;
   bool start_requested_ = false;
@@ -209,6 +241,16 @@ class sampler {
 
   std::jthread thread_;
 };
+
+template <class F>
+auto sampler::post(F fn) -> std::future<decltype(fn(std::declval<backend&>()))> {
+  using result = decltype(fn(std::declval<backend&>()));
+  // packaged_task is move-only and std::function copyable: shared, and run once.
+  auto task = std::make_shared<std::packaged_task<result(backend&)>>(std::move(fn));
+  std::future<result> out = task->get_future();
+  enqueue([this, task] { (*task)(*backend_); });
+  return out;
+}
 
 template <class F>
 auto sampler::on_thread(F fn) -> decltype(fn(std::declval<backend&>())) {

@@ -9,11 +9,13 @@
 #include <cstdlib>
 #include <memory>
 
+#include "control/permission.hpp"
 #include "doctor/examine.hpp"
 #include "doctor/report.hpp"
 #include "sampler/sampler.hpp"
 #include "session/device_choice.hpp"
 #include "session/identity.hpp"
+#include "session/limit_recovery.hpp"
 #include "term/terminal.hpp"
 #include "util/error.hpp"
 
@@ -38,6 +40,13 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
   // Every question on the sampler thread, the only one that calls the driver.
   r.gpus = readings.on_thread(
       [&](backend& b) { return doctor::examine(b, chosen, [] { return steady::now(); }); });
+  // Whether this process may change a limit: a question about the process, answered without
+  // setting anything (doctor changes nothing).
+  const control::limit_permission permission = control::process_permission();
+  r.power_limit_permission = permission.describe();
+  for (auto& g : r.gpus) {
+    if (g.caps.power_limit_control == true) g.caps.power_limit_permission = permission.allowed();
+  }
   r.cuda = doctor::map_cuda(choice.gpus, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
                             mig_parents_of(readings));
   for (auto& g : r.gpus) {
@@ -63,6 +72,12 @@ int check(const doctor_settings& s) {
     r.backend_error = e.what();
   }
   if (readings) fill(r, *readings, s.gpus);
+  // Limits a joules changed and has not set back: reported, never restored here.
+  for (const auto& left : left_limits()) {
+    const auto& e = left.entry;
+    r.changed_limits.push_back({e.index, e.uuid, e.original_mw / 1000.0, e.command, e.pid,
+                                e.started, left.owner_running, e.path});
+  }
   doctor::conclude(r);
   // At the terminal's width, else 80 (a pipe, a log), as --help.
   const term::capabilities cap = term::of(STDOUT_FILENO);

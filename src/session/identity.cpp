@@ -1,6 +1,7 @@
 #include "session/identity.hpp"
 
 #include <fmt/format.h>
+#include <pwd.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -36,6 +37,18 @@ bool is_ascii_alnum(char c) {
 }
 
 }  // namespace
+
+std::string user_name() {
+  // getpwuid_r: the name of the uid, which $USER may not match under sudo or in a container.
+  std::array<char, 4096> buf{};
+  passwd pw{};
+  passwd* found = nullptr;
+  if (getpwuid_r(geteuid(), &pw, buf.data(), buf.size(), &found) == 0 && found != nullptr &&
+      found->pw_name != nullptr) {
+    return found->pw_name;
+  }
+  return env("USER").value_or("");
+}
 
 std::string host_name() {
   if (auto h = env("JOULES_HOSTNAME")) return *h;

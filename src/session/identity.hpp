@@ -12,6 +12,9 @@ namespace joules::session {
 
 // JOULES_HOSTNAME when set and not empty, else the machine's hostname, else "unknown".
 std::string host_name();
+// The login name of the user joules runs as (the password database, else $USER); empty when
+// neither knows.
+std::string user_name();
 
 // The run id: `option` (--run-id), else JOULES_RUN_ID, else the Slurm job (and step) id, else
 // 12 random hexadecimal digits.

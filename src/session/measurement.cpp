@@ -22,14 +22,23 @@ namespace {
 // The pace at which GPUs without an energy counter are read by default (their power sensor's
 // update period on Pascal: docs/nvml-notes.md §3.3).
 constexpr std::chrono::milliseconds kPolledInterval{20};
+// The most often sample records ask the sampler for health readings.
+constexpr std::chrono::milliseconds kHealthInterval{5000};
 
 }  // namespace
 
-measurement::measurement(const measure_settings& settings, std::string subcommand)
+measurement::measurement(const measure_settings& settings, std::string subcommand,
+                         const device_check& check)
     : settings_(settings) {
   if (!settings.command.empty()) child_process::resolve_command(settings.command.front());
   sampler_options options;
   options.interval = settings.interval;
+  // Sample records carry utilisation, temperature and clocks: the sampler then reads them too,
+  // after a tick.  A health reading is dozens of driver calls per GPU, milliseconds on a node
+  // of 8 during which no step boundary is read: every 5 s keeps that to a rare boundary.
+  if (settings.samples_interval) {
+    options.health_interval = std::max(*settings.samples_interval, kHealthInterval);
+  }
   // The sampler's thread opens the backend: only that thread ever calls the driver.
   sampler_ = std::make_unique<joules::sampler>([b = settings.backend] { return open_backend(b); },
                                                options);
@@ -89,8 +98,23 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   ctx_.scope = std::move(scope);
   ctx_.notices = hw.notices();
   ctx_.interval_ms = static_cast<double>(settings.interval.count());
+  ctx_.user = user_name();
+  if (settings.samples_interval) {
+    ctx_.samples_interval_ms = static_cast<double>(settings.samples_interval->count());
+  }
   ctx_.components = hw.components();
   ctx_.carbon = settings.carbon;
+
+  if (settings.inference.any()) {
+    // Checks every @gpus= against the devices read, before anything is truncated or started.
+    inference_tracker::hooks h;
+    h.notice = [](const std::string& line) { term::print_note(line); };
+    h.record = [this](const std::string& record) {
+      if (sink_) sink_->write(record);
+    };
+    inference_ = std::make_unique<inference_tracker>(settings.inference, *sampler_, ctx_.devices,
+                                                     &ctx_, std::move(h));
+  }
 
   std::vector<bool> is_gpu;
   for (const auto& d : ctx_.devices)
@@ -104,6 +128,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
         exporter::run_source(
             {sampler_.get(), live_.get(), ctx_.devices, ctx_.backend, ctx_.subcommand,
              std::max(5.0, 3.0 * ctx_.interval_ms / 1000.0), ctx_.carbon,
+             inference_ ? &inference_->board() : nullptr,
              exporter::component_states(
                  settings.backend.components, hw.components(),
                  static_cast<std::size_t>(std::count_if(
@@ -112,6 +137,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
         ctx_);
   }
 
+  if (check) check(*sampler_, measured_);
   // Last, because it truncates: every other input error has been reported by now.
   if (settings.output) {
     sink_.emplace(jsonl_sink::open_file(
@@ -161,7 +187,13 @@ void measurement::start() {
 
 void measurement::print_summary(const run_outcome& out,
                                 const std::vector<summary_part>& extra) const {
-  const run_summary sum = summarise(ctx_, out, extra);
+  // The tokens of inference servers go after the caller's parts, before the carbon.
+  std::vector<summary_part> parts = extra;
+  if (inference_) {
+    for (auto& p : inference_->summary())
+      parts.push_back(std::move(p));
+  }
+  const run_summary sum = summarise(ctx_, out, parts);
   const term::capabilities err = term::of(STDERR_FILENO);
   using form = measure_settings::summary_form;
   const bool block =
@@ -194,11 +226,30 @@ void measurement::begin(mono_time t) {
   ctx_.start_wall = std::chrono::system_clock::now();
   live_->set_started(t, energy_at(t));
   sampler_->boundary(t);
+  if (!sink_) ctx_.samples_interval_ms.reset();
   if (sink_) sink_->write(session_start_record(ctx_));
+  if (sink_ && ctx_.samples_interval_ms) {
+    samples_ =
+        std::make_unique<sample_writer>(*sampler_, ctx_, *sink_, *settings_.samples_interval);
+    samples_->start();
+  }
+  if (inference_) inference_->start(t);
 }
 
 std::vector<window_result> measurement::end(mono_time t) {
-  return sampler_->finish(t);
+  // The last scrapes read the energy from snapshots: before the sampler stops.
+  if (inference_) inference_->finish(t);
+  auto windows = sampler_->finish(t);
+  // The last bucket after the last readings; before session_end, which closes the records.
+  if (samples_) samples_->finish(t);
+  return windows;
+}
+
+void measurement::drop_samples(std::string_view why) {
+  if (settings_.samples_interval && !settings_.samples_default) {
+    term::print_note(fmt::format("no sample records: {}", why));
+  }
+  ctx_.samples_interval_ms.reset();
 }
 
 void measurement::add_window(const window_result& w) {
@@ -221,6 +272,7 @@ int measurement::finish(const interval_end& end, const std::string& extra_json,
   out.forwarded_signal = end.forwarded_signal;
   out.sampler_abandoned = sampler_->abandoned();
   out.extra_json = extra_json;
+  out.sections = sections_;
   if (run_) {
     out.window = *run_;
   } else {

@@ -9,9 +9,11 @@
 // their headers say.
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -22,7 +24,9 @@
 #include "record/jsonl_sink.hpp"
 #include "record/session_records.hpp"
 #include "sampler/sampler.hpp"
+#include "session/inference.hpp"
 #include "session/run_export.hpp"
+#include "session/sample_writer.hpp"
 
 namespace joules::session {
 
@@ -32,6 +36,9 @@ struct measure_settings {
   std::chrono::milliseconds interval{100};
   bool interval_given = false;  // --interval was on the command line
   std::optional<std::string> output;
+  // The first width of the `sample` records' buckets; none: no sample records.
+  std::optional<std::chrono::milliseconds> samples_interval;
+  bool samples_default = false;  // on because the records go to a file, not asked for
   bool append = false;
   bool json = false;
   bool quiet = false;
@@ -39,6 +46,7 @@ struct measure_settings {
   std::string run_id;
   std::vector<std::string> command;  // the measured command, when there is one
   export_settings exports;           // --prometheus, --otlp
+  inference_settings inference;      // --tokens-from, --tokens-metric, --tokens-interval
   // --summary: an aligned block on a terminal and one line otherwise (auto), or either always.
   enum class summary_form { automatic, block, line } summary = summary_form::automatic;
   carbon::factors carbon;  // --pue, --region, --carbon-intensity, --price-per-kwh (resolved)
@@ -58,10 +66,17 @@ interval_end end_of(const child_process& child);
 
 class measurement {
  public:
-  // Resolves the command (when there is one), opens the backend, chooses devices and opens the
-  // outputs, in that order, so that every input error is reported before a file is truncated
-  // or a child started.  Throws usage_error or fatal_error.
-  measurement(const measure_settings& settings, std::string subcommand);
+  // Checks a session makes once the devices are chosen and before the outputs open (tune: the
+  // limits against the GPUs' ranges, their locks): it gets the sampler (not started) and the
+  // measured devices, and throws usage_error or fatal_error.
+  using device_check =
+      std::function<void(joules::sampler&, const std::vector<std::size_t>& measured)>;
+
+  // Resolves the command (when there is one), opens the backend, chooses devices, runs `check`
+  // and opens the outputs, in that order, so that every input error is reported before a file
+  // is truncated or a child started.  Throws usage_error or fatal_error.
+  measurement(const measure_settings& settings, std::string subcommand,
+              const device_check& check = {});
   ~measurement();
   measurement(const measurement&) = delete;
   measurement& operator=(const measurement&) = delete;
@@ -71,13 +86,16 @@ class measurement {
   jsonl_sink* sink() { return sink_ ? &*sink_ : nullptr; }
   // The run's live state for --prometheus and --otlp (export/metrics/run_metrics.hpp).
   exporter::run_metrics& live() { return *live_; }
+  // The token sources (--tokens-from; wrap's log lines), when there are any.
+  inference_tracker* inference() { return inference_.get(); }
 
   // Starts the exporters and the sampling; returns after every device's first reading.
   void start();
-  // The measured interval began at `t`: opens its window and writes session_start.
+  // The measured interval began at `t`: opens its window, writes session_start and starts the
+  // token sources.
   void begin(mono_time t);
-  // It ended at `t`: places the last boundary, takes the last readings and returns the windows
-  // not yet handed out through the sampler's on_window callback.
+  // It ended at `t`: the token sources' last counts, then the last boundary and readings;
+  // returns the windows not yet handed out through the sampler's on_window callback.
   std::vector<window_result> end(mono_time t);
 
   // Adds a finished window to the run's totals.  Every window must pass here.
@@ -88,8 +106,17 @@ class measurement {
   int finish(const interval_end& end, const std::string& extra_json = {},
              const std::vector<summary_part>& summary_extra = {});
 
+  // An object written under `key` in session_end (after "wrap"), e.g. "tune".  Before finish().
+  void add_section(std::string key, std::string json) {
+    sections_.emplace_back(std::move(key), std::move(json));
+  }
+
   // The run's energy so far: the sum of the windows added.
   microjoules run_energy_uj() const { return run_ ? run_->energy_uj : 0; }
+
+  // No sample records in this run (wrap: the records share the command's stream, where only
+  // its main loop may write).  `why` is said in a note when they were asked for.
+  void drop_samples(std::string_view why);
 
   // Set when the sampler had to be abandoned in a hung backend call: the process must end
   // without running destructors that would wait for it.
@@ -108,8 +135,11 @@ class measurement {
   run_context ctx_;
   std::optional<window_result> run_;  // the whole run, the sum of its windows
   std::unique_ptr<exporter::run_metrics> live_;
-  std::unique_ptr<exporters> exporters_;  // null without --prometheus and --otlp
+  std::unique_ptr<inference_tracker> inference_;
+  std::unique_ptr<exporters> exporters_;    // null without --prometheus and --otlp
+  std::unique_ptr<sample_writer> samples_;  // from begin() to end(), with samples on
   bool must_exit_hard_ = false;
+  std::vector<std::pair<std::string, std::string>> sections_;
 };
 
 }  // namespace joules::session

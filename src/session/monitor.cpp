@@ -18,6 +18,7 @@
 #include "sampler/sampler.hpp"
 #include "session/device_choice.hpp"
 #include "session/identity.hpp"
+#include "session/inference_report.hpp"
 #include "term/messages.hpp"
 #include "term/terminal.hpp"
 #include "util/error.hpp"
@@ -33,6 +34,32 @@ constexpr std::chrono::milliseconds kStopGrace{300};
 
 enum class output_mode { screen, plain, json };
 
+// The model of the latest snapshot with the inference servers' lines (--tokens-from).
+struct frame_source {
+  monitor::live_model& state;
+  const inference_tracker* inference = nullptr;
+  monitor::screen_model model;
+
+  const monitor::screen_model& update() {
+    model = state.update();
+    if (inference == nullptr) return model;
+    for (const auto& v : inference->board().read()) {
+      if (v.id.estimated && v.server.empty()) continue;
+      monitor::inference_row r;
+      r.source = v.server.empty() ? v.id.endpoint : source_words(v);
+      r.estimated = v.id.estimated;
+      if (!v.up && !v.id.estimated)
+        r.problem = v.last_error.empty() ? "not read yet" : v.last_error;
+      r.energy_per_output_token_j = v.one_minute.energy_per_output_token_j();
+      r.output_tokens_per_s = v.one_minute.output_tokens_per_s();
+      r.idle_energy_ratio = v.one_minute.idle_energy_ratio();
+      r.power_w = v.one_minute.avg_power_w();
+      model.inference.push_back(std::move(r));
+    }
+    return model;
+  }
+};
+
 // The text of one snapshot in a stream mode (plain lines or one JSONL object).
 std::string stream_text(const monitor::screen_model& m, output_mode mode) {
   const std::string time = iso8601_utc(std::chrono::system_clock::now());
@@ -42,7 +69,7 @@ std::string stream_text(const monitor::screen_model& m, output_mode mode) {
     for (const auto& d : *list)
       out += monitor::plain_line(time, m.readings_age_s, d);
   }
-  return out;
+  return out + monitor::plain_inference_lines(m);
 }
 
 // Writes a stream mode's text: to the --output file when there is one, else to stdout.  False
@@ -66,7 +93,7 @@ std::string once_screen(const monitor::screen_model& m, bool color) {
   return out;
 }
 
-int show_once(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+int show_once(monitor::event_source& events, frame_source& state, output_mode mode,
               std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const auto lag = std::min(kFrameLag, interval / 4);
   const auto ev = events.wait(steady::now() + interval + lag);
@@ -94,7 +121,7 @@ std::vector<unsigned> gpu_indices(const monitor::screen_model& m) {
 
 // The live view, or the stream of plain lines or JSONL, until q or a signal.  Returns the exit
 // status; the terminal is restored when it returns (or throws).
-int show_live(monitor::event_source& events, monitor::live_model& state, output_mode mode,
+int show_live(monitor::event_source& events, frame_source& state, output_mode mode,
               std::chrono::milliseconds interval, bool color, jsonl_sink* sink) {
   const mono_time start = steady::now();
   const auto lag = std::min(kFrameLag, interval / 4);
@@ -212,13 +239,27 @@ int show_monitor(const monitor_settings& s) {
 
   // Signals end the loop (they are read from a signalfd, never delivered): set up before start.
   const bool keys = mode == output_mode::screen && !s.once && isatty(STDIN_FILENO) != 0;
+  std::unique_ptr<inference_tracker> inference;
+  if (s.inference.any()) {
+    std::vector<device_info> shown;
+    for (std::size_t i : chosen)
+      shown.push_back(hw.devices()[i]);
+    inference_tracker::hooks h;
+    // On the full screen, the servers' state is on their lines; elsewhere it is said on stderr.
+    if (mode != output_mode::screen) {
+      h.notice = [](const std::string& line) { term::print_note(line); };
+    }
+    inference = std::make_unique<inference_tracker>(s.inference, readings, shown, nullptr, h);
+  }
   monitor::event_source events(keys);
   readings.start(chosen);
+  if (inference) inference->start(steady::now());
   monitor::live_model state(readings, chosen, s.interval, keys, host_name());
   state.wait_for_health();
+  frame_source frames{state, inference.get(), {}};
   jsonl_sink* to = sink ? &*sink : nullptr;
-  const int status = s.once ? show_once(events, state, mode, s.interval, color, to)
-                            : show_live(events, state, mode, s.interval, color, to);
+  const int status = s.once ? show_once(events, frames, mode, s.interval, color, to)
+                            : show_live(events, frames, mode, s.interval, color, to);
   // The terminal is back already (show_live's screen_session is gone).  A sampler stuck in a
   // driver call that does not return is left behind, as `run` does: the process ends without
   // the destructors that would wait for it.

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "backends/composite/open_backend.hpp"
+#include "session/inference.hpp"
 
 namespace joules::session {
 
@@ -20,6 +21,7 @@ struct monitor_settings {
   bool once = false;
   bool json = false;
   bool plain = false;
+  inference_settings inference;  // --tokens-from: a line per server with its J/token
   // --output: the JSONL goes to this file instead of stdout, rotated past `output_max_bytes`
   // (0: never) keeping `output_keep` older files (record/jsonl_sink.hpp).
   std::optional<std::string> output;

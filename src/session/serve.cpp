@@ -81,6 +81,13 @@ int serve(const serve_settings& s) {
   for (const auto& [k, v] : user.labels)
     base.add(k, v);
 
+  std::unique_ptr<inference_tracker> inference;
+  if (s.inference.any()) {
+    inference_tracker::hooks h;
+    h.notice = [](const std::string& line) { term::print_note(line); };
+    inference = std::make_unique<inference_tracker>(s.inference, readings, devices, nullptr, h);
+  }
+
   const double stale_after_s =
       std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
   exporter::http_server_options server;
@@ -90,6 +97,7 @@ int serve(const serve_settings& s) {
       server,
       exporter::node_source(
           {&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
+           inference ? &inference->board() : nullptr,
            exporter::component_states(s.backend.components, hw.components(), gpus)}),
       base);
   const int signals = stop_signal_fd();
@@ -97,6 +105,7 @@ int serve(const serve_settings& s) {
   readings.on_window([](const window_result&) {});  // windows only bound memory here
   readings.start(served);
   readings.boundary(steady::now());
+  if (inference) inference->start(steady::now());
   endpoint.start();
   std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n", gpus,
                devices.size() > gpus ? " and CPU/DRAM" : "", endpoint.address().text().c_str());
@@ -117,6 +126,7 @@ int serve(const serve_settings& s) {
   }
   close(signals);
   endpoint.stop();
+  if (inference) inference->finish(steady::now());
   readings.finish(steady::now());
   if (readings.abandoned()) {
     // The sampler is stuck in a driver call that never returned; leave without waiting for it.

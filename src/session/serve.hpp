@@ -14,6 +14,7 @@
 #include "backends/composite/open_backend.hpp"
 #include "carbon/carbon.hpp"
 #include "http/listen_address.hpp"
+#include "session/inference.hpp"
 
 namespace joules::session {
 
@@ -31,10 +32,11 @@ struct serve_settings {
   std::vector<std::pair<std::string, std::string>> labels;
   std::size_t max_connections = 64;
   carbon::factors carbon;
+  inference_settings inference;  // --tokens-from: joules per token of inference servers
 };
 
 // Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound
-// or nothing can be read.
+// or nothing can be read, usage_error when an @gpus= of --tokens-from names a GPU not served.
 int serve(const serve_settings& settings);
 
 }  // namespace joules::session

@@ -19,8 +19,10 @@
 #include "proc/output_channel.hpp"
 #include "proc/output_gate.hpp"
 #include "proc/step_channel.hpp"
+#include "session/line_queue.hpp"
 #include "session/window_queue.hpp"
 #include "steps/step_parser.hpp"
+#include "term/messages.hpp"
 #include "util/error.hpp"
 #include "windows/step_windows.hpp"
 
@@ -50,13 +52,21 @@ struct reader {
 
 class wrap_loop {
  public:
-  wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out);
+  wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out,
+            wrap_hooks* hooks);
+  ~wrap_loop();
+  wrap_loop(const wrap_loop&) = delete;
+  wrap_loop& operator=(const wrap_loop&) = delete;
   int run();
 
  private:
+  // A line's boundary, placed: the sampler gets its instant, the hooks a step.
+  void place(const line_outcome& o, mono_time t);
+  void command_ended();
   void route_records();
   void handle_window(const window_result& w);
   void drain_queue();
+  void drain_lines();
   void on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                std::size_t end, std::size_t& written);
   void on_chunk(reader& r, std::string_view chunk, mono_time stamp);
@@ -68,6 +78,9 @@ class wrap_loop {
 
   const measure_settings& ms_;
   const wrap_output& out_;
+  wrap_hooks* hooks_;
+  bool ended_ = false;     // hooks_->after_command() was called
+  bool stopping_ = false;  // the hooks asked for the command to end
   steps::step_parser parser_;
   measurement m_;
   child_process child_;
@@ -81,6 +94,7 @@ class wrap_loop {
   std::deque<reader> readers_;
   bool watch_size_ = false;
   window_queue queue_;
+  line_queue lines_;  // the token sources' notes and records
   // The step channel (proc/step_channel.hpp); none when the socket cannot be made.
   std::optional<step_receiver> steps_;
   std::optional<wrap_report> report_;
@@ -91,11 +105,16 @@ class wrap_loop {
   mono_time next_size_check_{};
 };
 
-wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out)
+wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const wrap_output& out,
+                     wrap_hooks* hooks)
     : ms_(ms),
       out_(out),
+      hooks_(hooks),
       parser_(out.step_regexes),  // a bad regex is reported before anything starts
-      m_(ms, "wrap"),
+      m_(ms, hooks != nullptr ? std::string(hooks->subcommand()) : "wrap",
+         [hooks](sampler& s, const std::vector<std::size_t>& measured) {
+           if (hooks != nullptr) hooks->check(s, measured);
+         }),
       streams_(out.use_pty) {
   if (!streams_.shared()) err_channel_ = &err_storage_.emplace(STDERR_FILENO);
   route_records();
@@ -117,6 +136,40 @@ wrap_loop::wrap_loop(const measure_settings& ms, const wrap_settings& ws, const 
     // Steps from the log still work; only joules_step() has nowhere to go.
     notice(std::string("note: steps reported with joules_step() are not received: ") + e.what());
   }
+  if (hooks_ != nullptr) hooks_->set_notice(notice);
+  if (inference_tracker* inference = m_.inference()) {
+    // The sources' threads hand their lines to this loop, which writes them between the
+    // command's lines.
+    inference_tracker::hooks h;
+    h.notice = [this](const std::string& line) { lines_.push({false, line}); };
+    h.record = [this](std::string record) { lines_.push({true, std::move(record)}); };
+    inference->set_hooks(std::move(h));
+  }
+}
+
+wrap_loop::~wrap_loop() {
+  // An exception ended the loop: the hooks still act while the sampler runs.
+  try {
+    command_ended();
+  } catch (...) {  // NOLINT(bugprone-empty-catch): the exception under way is the one to report
+  }
+}
+
+void wrap_loop::command_ended() {
+  if (hooks_ == nullptr || ended_) return;
+  ended_ = true;
+  hooks_->after_command();
+}
+
+void wrap_loop::place(const line_outcome& o, mono_time t) {
+  if (!o.boundary) return;
+  m_.sampler().boundary(t);
+  if (hooks_ == nullptr || !o.step_window) return;
+  hooks_->on_step(*o.step_window, t);
+  if (!stopping_ && hooks_->stop_command() && !child_.exited()) {
+    stopping_ = true;
+    killpg(child_.pid(), SIGTERM);
+  }
 }
 
 void wrap_loop::route_records() {
@@ -129,6 +182,10 @@ void wrap_loop::route_records() {
     record_channel_ = err_channel_;
   }
   if (record_channel_ != nullptr) {
+    // Sample records come from a thread of their own; on the command's stream only this loop
+    // may write.
+    m_.drop_samples(
+        "the records share the command's output (--output -, --json); give --output FILE");
     sink->route(
         [ch = record_channel_](std::string_view line) { ch->own_line(line, steady::now()); });
   }
@@ -147,6 +204,7 @@ void wrap_loop::handle_window(const window_result& w) {
   for (auto& r : readers_) {
     if (r.inline_energy) r.gate.annotate(w.index, annotation);
   }
+  if (hooks_ != nullptr) hooks_->on_window(w, label);
 }
 
 void wrap_loop::drain_queue() {
@@ -154,11 +212,22 @@ void wrap_loop::drain_queue() {
     handle_window(w);
 }
 
+void wrap_loop::drain_lines() {
+  for (auto& l : lines_.drain()) {
+    if (l.record) {
+      if (m_.sink() != nullptr) m_.sink()->write(l.text);
+    } else if (!ms_.quiet && !ms_.json) {
+      err_channel_->own_line(term::note_line(l.text), steady::now());
+    }
+  }
+}
+
 void wrap_loop::on_line(reader& r, std::string_view line, mono_time t, std::string_view chunk,
                         std::size_t end, std::size_t& written) {
   ++line_number_;
+  if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
   const line_outcome o = windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream);
-  if (o.boundary) m_.sampler().boundary(t);
+  place(o, t);
   if (!r.inline_energy || !o.step_window) return;
   // Hold the line's terminator until its energy is known.
   const std::size_t cut =
@@ -234,8 +303,10 @@ int wrap_loop::run() {
     }
   }
   m_.start();
+  if (hooks_ != nullptr) hooks_->before_command(m_);
   child_.spawn(so);
   m_.begin(child_.start_time());
+  if (hooks_ != nullptr) hooks_->command_started();
   streams_.close_child_ends();
   next_size_check_ = steady::now() + kSizeCheck;
   const auto all_eof = [this] {
@@ -252,13 +323,14 @@ bool wrap_loop::poll_once() {
   // they are down by half.
   if (windows_.pending_labels() >= kMaxPendingWindows) backlogged_ = true;
   if (windows_.pending_labels() <= kMaxPendingWindows / 2) backlogged_ = false;
-  std::array<pollfd, 5> fds{};
+  std::array<pollfd, 6> fds{};
   std::size_t nfds = 0;
   for (const auto& r : readers_)
     fds[nfds++] = {r.eof || backlogged_ ? -1 : r.src.fd, POLLIN, 0};
   fds[nfds++] = {child_.signal_fd(), POLLIN, 0};
   fds[nfds++] = {queue_.fd(), POLLIN, 0};
   fds[nfds++] = {backlogged_ || !steps_ ? -1 : steps_->fd(), POLLIN, 0};
+  fds[nfds++] = {lines_.fd(), POLLIN, 0};
   // After the command has ended, what it left in the channels is read until they are quiet: a
   // background process that keeps the terminal open must not keep joules waiting.
   const bool waiting = std::any_of(readers_.begin(), readers_.end(), [](const reader& r) {
@@ -286,6 +358,7 @@ bool wrap_loop::poll_once() {
     if (child_.take_winch() && streams_.resize()) killpg(child_.pid(), SIGWINCH);
   }
   if ((fds[sig + 1].revents & POLLIN) != 0) drain_queue();
+  if ((fds[sig + 3].revents & POLLIN) != 0) drain_lines();
   const mono_time now = steady::now();
   if (watch_size_ && now >= next_size_check_) {
     next_size_check_ = now + kSizeCheck;
@@ -306,7 +379,7 @@ void wrap_loop::read_steps() {
     const mono_time now = child_.exited() ? child_.exit_time() : steady::now();
     const mono_time t =
         std::clamp(mono_time(std::chrono::nanoseconds(m.t_ns)), child_.start_time(), now);
-    if (windows_.on_reported_step(m.step, m.tokens, t).boundary) m_.sampler().boundary(t);
+    place(windows_.on_reported_step(m.step, m.tokens, t), t);
   }
 }
 
@@ -319,14 +392,16 @@ int wrap_loop::finish() {
     r.splitter.flush([&](std::string_view line, std::size_t) {
       ++line_number_;
       const mono_time t = std::min(r.line_began, child_.exit_time());
-      if (windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream).boundary)
-        m_.sampler().boundary(t);
+      if (inference_tracker* inference = m_.inference()) inference->on_line(line, t);
+      place(windows_.on_line(parser_.parse(line), line_number_, t, r.src.stream), t);
     });
   }
+  command_ended();
   windows_.on_exit();
   drain_queue();
   const auto last = m_.end(child_.exit_time());
   drain_queue();
+  drain_lines();  // the token sources' last records
   for (const auto& w : last)
     handle_window(w);
   for (auto& r : readers_)
@@ -338,8 +413,9 @@ int wrap_loop::finish() {
   if (record_channel_ != nullptr) {
     m_.sink()->add_failed(static_cast<int>(record_channel_->lost_lines()));
   }
-  const int status =
-      m_.finish(end_of(child_), report_->session_json(m_.run_energy_uj()), report_->summary());
+  std::vector<summary_part> summary = report_->summary();
+  if (hooks_ != nullptr) hooks_->finish(m_, summary);
+  const int status = m_.finish(end_of(child_), report_->session_json(m_.run_energy_uj()), summary);
   if (m_.must_exit_hard()) {
     std::fflush(nullptr);
     std::_Exit(status);
@@ -349,8 +425,17 @@ int wrap_loop::finish() {
 
 }  // namespace
 
-int wrap(const measure_settings& settings, const wrap_settings& steps, const wrap_output& output) {
-  wrap_loop loop(settings, steps, output);
+void wrap_hooks::say(const std::string& line) const {
+  if (notice_) {
+    notice_(line);
+  } else {
+    term::print_note(line);
+  }
+}
+
+int wrap(const measure_settings& settings, const wrap_settings& steps, const wrap_output& output,
+         wrap_hooks* hooks) {
+  wrap_loop loop(settings, steps, output, hooks);
   return loop.run();
 }
 

@@ -58,4 +58,32 @@ std::string escape_for_terminal(std::string_view s) {
   return out;
 }
 
+std::string escape_for_html(std::string_view s) {
+  const std::string shown = is_terminal_safe(s) ? std::string(s) : escape_for_terminal(s);
+  std::string out;
+  out.reserve(shown.size());
+  for (const char c : shown) {
+    switch (c) {
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      case '\'':
+        out += "&#39;";
+        break;
+      default:
+        out += c;
+    }
+  }
+  return out;
+}
+
 }  // namespace joules::text

@@ -17,4 +17,9 @@ std::string escape_for_terminal(std::string_view s);
 // True when escape_for_terminal(s) == s: the common case, checked without copying.
 bool is_terminal_safe(std::string_view s);
 
+// `s` as HTML text or attribute value: & < > " ' as character references, control characters
+// as escape_for_terminal shows them, invalid UTF-8 as \xNN.  A label `<script>` in a record
+// stays text in the report.
+std::string escape_for_html(std::string_view s);
+
 }  // namespace joules::text

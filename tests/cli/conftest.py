@@ -4,6 +4,7 @@ import os
 import pathlib
 import subprocess
 import sys
+import tempfile
 import time
 
 import pytest
@@ -21,6 +22,8 @@ NO_LIBRARY = str(ROOT / "tests" / "fixtures" / "no-such-library.so")
 
 sys.path.insert(0, str(ROOT / "tests" / "fake_nvml"))
 sys.path.insert(0, str(ROOT / "tests" / "fake_common"))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import schema_check  # noqa: E402  tests/cli/schema_check.py
 
 # Hermetic: the host's RAPL counters (readable when CI runs as root) and region must not leak into
 # runs whose energy tests compare with GPU truth.  RAPL tests point JOULES_POWERCAP_ROOT at a
@@ -35,6 +38,9 @@ for _name in ("JOULES_AMDSMI_LIBRARY", "JOULES_ROCM_SMI_LIBRARY", "JOULES_LEVEL_
 for _name in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
               "ZE_FLAT_DEVICE_HIERARCHY", "ZES_ENABLE_SYSMAN"):
     os.environ.pop(_name, None)
+# Power-limit journals (joules tune, sweep) go to a directory of this test session, never to the
+# machine's /var/lib/joules; the tests of tune give each run a directory of its own.
+os.environ["JOULES_STATE_DIR"] = tempfile.mkdtemp(prefix="joules-state-")
 
 
 def joules(*args, env=None, input=None, timeout=60, **kw):
@@ -57,17 +63,25 @@ def words(text):
 
 
 def read_jsonl(path):
-    """Every line of a JSONL file, parsed; fails the test if any line is not JSON."""
+    """Every line of a JSONL file, parsed; fails the test if any line is not JSON or a record does
+    not match its schema in docs/schema (schema_check.py)."""
     lines = pathlib.Path(path).read_text().splitlines()
-    return [json.loads(line) for line in lines]
+    records = [json.loads(line) for line in lines]
+    for r in records:
+        if isinstance(r, dict) and r.get("schema_version") is not None:
+            schema_check.validate(r)
+    return records
 
 
 def records_of(text, kind):
+    """The records of type `kind` among the lines of `text`, each checked against its schema."""
     out = []
     for line in text.splitlines():
         if line.startswith("{"):
             r = json.loads(line)
             if r.get("type") == kind:
+                if r.get("schema_version") is not None:
+                    schema_check.validate(r)
                 out.append(r)
     return out
 

@@ -128,3 +128,21 @@ def test_every_shell_gets_a_script_and_an_unknown_one_is_refused():
         assert r.returncode == 0 and "joules" in r.stdout
     r = joules("completion", "tcsh")
     assert r.returncode == 2 and r.stderr.startswith("joules: error: completion: expected bash")
+
+
+def test_tune_and_sweep_are_in_the_help_the_man_page_and_the_completions(tmp):
+    r = joules("--help")
+    assert r.returncode == 0
+    assert "tune" in r.stdout.split() and "sweep" in r.stdout.split(), r.stdout
+    for command, option in (("tune", "--max-slowdown"), ("sweep", "--limits")):
+        r = joules(command, "--help")
+        assert r.returncode == 0 and option in r.stdout, r.stdout
+        r = joules("manpage", command)
+        assert r.returncode == 0 and option.replace("-", "\\-") in r.stdout, r.stdout[:2000]
+    path = script("bash", tmp)
+    assert bash_complete(path, "joules", "tu") == ["tune"]
+    assert bash_complete(path, "joules", "sw") == ["sweep"]
+    assert bash_complete(path, "joules", "tune", "--goal", "") == [
+        "energy", "edp", "time-within", "cost"]
+    assert "--restore" in bash_complete(path, "joules", "tune", "--re")
+    assert bash_complete(path, "joules", "sweep", "--lim") == ["--limits"]

@@ -1,10 +1,15 @@
 """dashboards/joules.json queries only metrics that joules really exposes: every name in its
 PromQL (panels and variables) must appear in real /metrics output of `joules serve` (fake NVML
-with health, RAPL from a powercap fixture, --dcgm-compat, a region and a price) or of
+with health, RAPL from a powercap fixture, --dcgm-compat, a region and a price, the tokens of a
+fake vLLM server, tests/cli/fake_inference.py) or of
 `joules wrap --prometheus` (the toy trainer printing step lines, a region and a price), and
 every label a panel selects on must be on that metric there, with the value it asks for."""
 import json
+import os
 import re
+import signal
+import subprocess
+import sys
 
 from conftest import ROOT, TRAINER, fake_gpus, wait_for
 from exporter_util import Process, parse
@@ -34,7 +39,7 @@ def test_the_dashboard_is_valid_grafana_json_with_unique_ids():
             assert t["datasource"]["uid"] == "${datasource}"
     titles = " ".join(p["title"] for p in d["panels"]).lower()
     for topic in ("node power", "energy per run", "energy per step", "straggler", "throttl",
-                  "joules up", "co2e", "cost", "components"):
+                  "joules up", "co2e", "cost", "components", "j/output token"):
         assert topic in titles, topic
 
 
@@ -51,16 +56,26 @@ def real_output(tmp):
     env, _ = fake_gpus({"devices": [{"architecture": "hopper", "health": health,
                                      "power": {"type": "constant", "watts": 300}}]})
     env["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap" / "intel-2s-dram")
-    node = Process("serve", "--listen", "127.0.0.1:0", "--dcgm-compat", "--region", "DE",
-                   "--price-per-kwh", "0.3", "--currency", "EUR", env=env)
+    server = subprocess.Popen([sys.executable, str(ROOT / "tests" / "cli" / "fake_inference.py"),
+                               "--format", "vllm"], stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    node = None
     try:
-        # GPM ratios need two readings, energy one tick: wait for the first full scrape.
+        port = int(server.stdout.readline().split()[-1])
+        node = Process("serve", "--listen", "127.0.0.1:0", "--dcgm-compat", "--region", "DE",
+                       "--price-per-kwh", "0.3", "--currency", "EUR", "--tokens-from",
+                       f"http://127.0.0.1:{port}/metrics", "--tokens-interval", "200", env=env)
+        # GPM ratios need two readings, energy one tick, J/token two scrapes: wait for them.
         assert wait_for(lambda: {"joules_gpu_utilization_ratio", "joules_gpu_tensor_active_ratio",
-                                 "joules_gpu_energy_joules_total"} <= {n for n, _ in parse(
+                                 "joules_gpu_energy_joules_total",
+                                 "joules_inference_idle_energy_ratio"} <= {n for n, _ in parse(
                                      node.scrape())}, timeout=10, step=0.1)
         add(node.scrape())
     finally:
-        node.kill()
+        if node:
+            node.kill()
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
 
     # Two GPUs, one drawing more: the per-GPU deviation is there and not zero.
     env, _ = fake_gpus({"devices": [{"architecture": "hopper",
@@ -89,7 +104,8 @@ def test_every_metric_and_label_the_dashboard_queries_is_in_real_output(tmp):
             "joules_run_gpu_step_energy_deviation_ratio", "joules_run_training_metric",
             "joules_run_predicted_energy_joules", "joules_run_co2e_grams_total",
             "joules_node_co2e_grams_total", "joules_component_status",
-            "joules_gpu_throttle_reason_active"} <= wanted
+            "joules_gpu_throttle_reason_active", "joules_inference_energy_joules_total",
+            "joules_inference_tokens_total"} <= wanted
     seen = real_output(tmp)
     missing = wanted - set(seen)
     assert not missing, sorted(missing)

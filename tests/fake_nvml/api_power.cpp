@@ -4,6 +4,7 @@
 
 #include "api_util.hpp"
 #include "nvml_exports.hpp"
+#include "state_file.hpp"
 
 namespace joules::nvml {
 namespace {
@@ -78,8 +79,10 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
       set_uint(v, ui);
       return;
     case kFiDevPowerMinLimit:
+      if (!d.limits_supported) break;
       return set_uint(v, d.min_limit_mw);
     case kFiDevPowerMaxLimit:
+      if (!d.limits_supported) break;
       return set_uint(v, d.max_limit_mw);
     case kFiDevPowerDefaultLimit:
       return set_uint(v, d.default_limit_mw);
@@ -131,10 +134,13 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
 
 nvmlReturn_t set_limit(const device_call& call, unsigned int limit_mw) {
   fake_nvml::device& d = call.gpu();
+  if (!d.limits_supported) return kErrorNotSupported;
   if (!d.limit_settable) return kErrorNoPermission;
   if (limit_mw < d.min_limit_mw || limit_mw > d.max_limit_mw) return kErrorInvalidArgument;
   // Takes effect at the moment of the call: with clamp_to_limit, P(t) is capped from here on.
-  return d.power->set_limit(call.t(), limit_mw) ? kSuccess : kErrorUnknown;
+  if (!d.power->set_limit(call.t(), limit_mw)) return kErrorUnknown;
+  fake_nvml::save_state(call.sc());
+  return kSuccess;
 }
 
 }  // namespace
@@ -184,6 +190,7 @@ extern "C" nvmlReturn_t nvmlDeviceGetPowerManagementLimitConstraints(nvmlDevice_
   const device_call call(fn::nvmlDeviceGetPowerManagementLimitConstraints, device);
   if (!call) return call.status();
   if (minLimit == nullptr || maxLimit == nullptr) return kErrorInvalidArgument;
+  if (!call.gpu().limits_supported) return kErrorNotSupported;
   *minLimit = call.gpu().min_limit_mw;
   *maxLimit = call.gpu().max_limit_mw;
   return kSuccess;

@@ -19,6 +19,7 @@
 #include "fake_runtime.hpp"
 #include "json_fields.hpp"
 #include "nvml_exports.hpp"
+#include "state_file.hpp"
 
 // Taking every entry point's address makes a declared but undefined one a link error.
 extern const void* const fake_nvml_entry_points[];
@@ -141,7 +142,8 @@ nv::nvmlReturn_t init() {
   }
   // The same scenario text keeps its state (a power limit set earlier persists, as it does
   // across NVML sessions while the driver stays loaded); a new text starts afresh.
-  if (g_loaded->empty() || text != *g_last_text) {
+  const bool fresh = g_loaded->empty() || text != *g_last_text;
+  if (fresh) {
     try {
       g_loaded->push_back(parse_scenario(text, defaults_for_level(driver_level())));
     } catch (const std::exception& e) {
@@ -150,12 +152,15 @@ nv::nvmlReturn_t init() {
     }
     *g_last_text = std::move(text);
   }
-  const scenario* s = g_loaded->back().get();
+  scenario* s = g_loaded->back().get();
   if (s->init_error != nv::kSuccess) return s->init_error;
   if (!g_clock->configure(why)) {
     explain(why);
     return nv::kErrorDriverNotLoaded;
   }
+  // Limits other processes set since (FAKE_NVML_STATE_FILE): a fresh scenario has had them all
+  // along, a loaded one from now on.
+  load_state(*s, fresh ? 0.0 : now_s());
   g_last_error->clear();
   g_current.store(s, std::memory_order_release);
   ++g_refcount;

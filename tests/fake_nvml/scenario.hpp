@@ -6,6 +6,7 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "backends/nvml/nvml_abi.hpp"
@@ -102,6 +103,13 @@ struct device {
   unsigned int min_limit_mw = 200000;
   unsigned int max_limit_mw = 700000;
   bool limit_settable = true;
+  // false: a board whose limit cannot be changed (GeForce, older boards): the range and the
+  // setters answer NOT_SUPPORTED, the limit in force still reads.
+  bool limits_supported = true;
+  // The workload's time per step at each power limit, relative to an unconstrained step
+  // ({limit_w, factor}, limit ascending; README "The workload's response to a limit").  Empty:
+  // 1 at every limit.
+  std::vector<std::pair<double, double>> step_time_factor;
   // nvmlDeviceGetProcessUtilization answers (else NOT_SUPPORTED, as on boards without it).
   bool process_utilization = true;
 
@@ -126,6 +134,8 @@ struct device {
 
   // The README's energy model.
   unsigned long long counter_mj(double t) const;
+  // step_time_factor at `limit_w`: linear between its points, constant outside them.
+  double step_time_factor_at(double limit_w) const;
   unsigned int reading_mw(const reading_config& r, double t) const;
 };
 

@@ -13,6 +13,7 @@ shares), so that the doubles are bit-identical:
     d.power_instant_mw(t)    # field 186
     d.power_average_mw(t)    # field 185
     d.set_power_limit(t, mw) # mirror a nvmlDeviceSetPowerManagementLimit call made at t
+    d.step_time_factor(w)    # the workload's time per step at limit w, relative (README)
 
 t is scenario time in seconds: (CLOCK_MONOTONIC - FAKE_NVML_EPOCH_NS) / 1e9, see time_s().
 Standard library only; unlike the library it does not reject unknown keys.
@@ -108,6 +109,8 @@ class Device(PowerDevice):
         self.min_limit_mw = _mw(float(lim.get("min_w", 200.0)))
         self.max_limit_mw = _mw(float(lim.get("max_w", 700.0)))
         self.limit_settable = bool(lim.get("settable", True))
+        self.limits_supported = bool(lim.get("supported", True))
+        self.step_time_points = [(float(w), float(f)) for w, f in spec.get("step_time_factor", [])]
         current = lim.get("current_w")
         self.limit_mw = _mw(float(current)) if current is not None else self.default_limit_mw
 
@@ -123,6 +126,19 @@ class Device(PowerDevice):
         self.faults = faults
         self.processes = list(spec.get("processes", []))
         self.mig = spec.get("mig", {})
+
+    def step_time_factor(self, limit_w: float) -> float:
+        """step_time_factor at limit_w: linear between its points, constant outside them."""
+        c = self.step_time_points
+        if not c:
+            return 1.0
+        if limit_w <= c[0][0]:
+            return c[0][1]
+        if limit_w >= c[-1][0]:
+            return c[-1][1]
+        i = bisect.bisect_right([w for w, _ in c], limit_w)
+        (w0, f0), (w1, f1) = c[i - 1], c[i]
+        return f0 + (limit_w - w0) / (w1 - w0) * (f1 - f0)
 
     # -- what the library reports --------------------------------------------------------------
 

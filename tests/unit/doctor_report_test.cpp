@@ -117,7 +117,7 @@ TEST(DoctorReport, HealthyMachineExitsZero) {
   const std::string text = render_text(r, false);
   EXPECT_NE(text.find("Status: healthy (exit 0)"), std::string::npos) << text;
   EXPECT_NE(text.find("cuda:0 = GPU 0"), std::string::npos) << text;
-  EXPECT_NE(text.find("this user may change it: yes"), std::string::npos) << text;
+  EXPECT_NE(text.find("this process may change it: yes"), std::string::npos) << text;
   EXPECT_EQ(text.find("CPU and DRAM"), std::string::npos);  // no RAPL section without RAPL
 }
 

@@ -145,5 +145,34 @@ TEST(SamplerEnergy, AReadingIsStampedAtTheMiddleOfItsCall) {
     EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 0.003) << w.index;
 }
 
+TEST(SamplerEnergy, EnergyAtAPastInstantIsPlacedAsABoundaryWouldBeWithoutDenseReads) {
+  // What token sources ask for (docs/inference.md): the energy at a scrape's instant, once the
+  // sampler has read past it.  300 W, then 600 W from 5 s; a counter updated every 100.7 ms and
+  // read every 100 ms.  Without the dense reads a boundary asks for, each counter update is
+  // placed from the phase learnt at the start, a few milliseconds off by then: each end is
+  // within the power over 2 ms away from a change of power.  An instant not yet read past, or older
+  // than the history accounting keeps, is unknown, never a guess.
+  scripted_device d = stepped_gpu(0, 0.1007, 0.0375);
+  d.power = {{0.0, 300.0}, {5.0, 600.0}};
+  sampler_harness h({d});
+  h.start();
+  h.run_until(8.0);
+  const auto energy = [&](double t) {
+    const auto e = h.sampler().energy_at(at(t));
+    EXPECT_TRUE(e && e->size() == 1U) << t;
+    return e && !e->empty() ? (*e)[0] : -1.0;
+  };
+  const auto truth = [&](double t0, double t1) {
+    return h.truth().energy_j(0, t1) - h.truth().energy_j(0, t0);
+  };
+  EXPECT_NEAR(energy(6.47) - energy(3.03), truth(3.03, 6.47), 0.002 * (300 + 600));
+  // Between two reads across the step, power readings spread the energy linearly: within the
+  // step times half a read interval.
+  EXPECT_NEAR(energy(5.03) - energy(4.96), truth(4.96, 5.03), (600 - 300) * 0.1 / 2);
+  EXPECT_NEAR(energy(7.9) - energy(5.21), truth(5.21, 7.9), 0.002 * (600 + 600));
+  EXPECT_FALSE(h.sampler().energy_at(at(8.5)));
+  EXPECT_FALSE(h.sampler().energy_at(at(2.0)));
+}
+
 }  // namespace
 }  // namespace joules::testing

@@ -57,4 +57,14 @@ std::optional<std::string> composite_backend::parent_of_mig(std::string_view mig
   return std::nullopt;
 }
 
+power_limit_reading composite_backend::read_power_limit(std::size_t i) {
+  const slot& s = slots_[i];
+  return s.owner->read_power_limit(s.index);
+}
+
+control_result composite_backend::set_power_limit(std::size_t i, std::uint32_t limit_mw) {
+  const slot& s = slots_[i];
+  return s.owner->set_power_limit(s.index, limit_mw);
+}
+
 }  // namespace joules

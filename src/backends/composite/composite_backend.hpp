@@ -26,6 +26,8 @@ class composite_backend final : public backend {
   health_reading read_health(std::size_t i) override;
   device_capabilities probe_capabilities(std::size_t i) override;
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override;
+  power_limit_reading read_power_limit(std::size_t i) override;
+  control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override;
 
  private:
   struct slot {

@@ -155,25 +155,17 @@ class nvml_backend final : public backend {
     if (!reader.probed()) (void)reader.read();
     c.health_readings = reader.supported();
     c.gpm = reader.gpm_supported();
-    // Whether this process may change the limit: set it to the value it already has.  NVML has
-    // no query for the permission, and a no-op set changes nothing on the GPU.
+    // Whether the limit can be changed at all: the driver has the call and a range.  Whether this
+    // process may change it is not asked of the driver (that would take a set): it is a question
+    // about the process (src/control/permission.hpp, docs/nvml-notes.md §4).
     const device_info& info = infos_[i];
     unsigned int current = 0;
     const bool readable = fn.nvmlDeviceGetPowerManagementLimit != nullptr &&
                           fn.nvmlDeviceGetPowerManagementLimit(h, &current) == kSuccess;
-    c.power_limit_control = readable && fn.nvmlDeviceSetPowerManagementLimit != nullptr &&
-                            info.min_power_limit && info.max_power_limit &&
+    const bool settable = fn.nvmlDeviceSetPowerManagementLimit != nullptr ||
+                          fn.nvmlDeviceSetPowerManagementLimit_v2 != nullptr;
+    c.power_limit_control = readable && settable && info.min_power_limit && info.max_power_limit &&
                             info.max_power_limit->value > info.min_power_limit->value;
-    if (*c.power_limit_control) {
-      const nvmlReturn_t rc = fn.nvmlDeviceSetPowerManagementLimit(h, current);
-      if (rc == kSuccess) {
-        c.power_limit_permission = true;
-      } else if (rc == kErrorNoPermission) {
-        c.power_limit_permission = false;
-      } else if (rc == kErrorNotSupported) {
-        c.power_limit_control = false;
-      }
-    }
     unsigned int mode = 0;
     unsigned int pending = 0;
     if (fn.nvmlDeviceGetMigMode != nullptr &&
@@ -188,6 +180,57 @@ class nvml_backend final : public backend {
       c.compute_capability_minor = minor;
     }
     return c;
+  }
+
+  power_limit_reading read_power_limit(std::size_t i) override {
+    const auto& fn = lib_->fn();
+    power_limit_reading r;
+    if (states_[i].lost) {
+      r.result = control_failure(kErrorGpuIsLost);
+      return r;
+    }
+    const nvmlDevice_t h = states_[i].handle;
+    unsigned int mw = 0;
+    nvmlReturn_t rc = fn.nvmlDeviceGetPowerManagementLimit == nullptr
+                          ? kErrorFunctionNotFound
+                          : fn.nvmlDeviceGetPowerManagementLimit(h, &mw);
+    if (rc == kSuccess) r.current_mw = mw;
+    if (fn.nvmlDeviceGetPowerManagementDefaultLimit != nullptr &&
+        fn.nvmlDeviceGetPowerManagementDefaultLimit(h, &mw) == kSuccess) {
+      r.default_mw = mw;
+    }
+    unsigned int lo = 0;
+    unsigned int hi = 0;
+    const nvmlReturn_t range = fn.nvmlDeviceGetPowerManagementLimitConstraints == nullptr
+                                   ? kErrorFunctionNotFound
+                                   : fn.nvmlDeviceGetPowerManagementLimitConstraints(h, &lo, &hi);
+    if (range == kSuccess) {
+      r.min_mw = lo;
+      r.max_mw = hi;
+    }
+    if (rc == kSuccess) rc = range;
+    if (rc == kSuccess && hi <= lo) rc = kErrorNotSupported;  // a range of one value: no control
+    if (rc != kSuccess) r.result = control_failure(rc);
+    return r;
+  }
+
+  control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override {
+    const auto& fn = lib_->fn();
+    if (states_[i].lost) return control_failure(kErrorGpuIsLost);
+    const nvmlDevice_t h = states_[i].handle;
+    nvmlReturn_t rc = kErrorFunctionNotFound;
+    // The unversioned call is in every driver; _v2 (12.2 header on) only where it is missing.
+    if (fn.nvmlDeviceSetPowerManagementLimit != nullptr) {
+      rc = fn.nvmlDeviceSetPowerManagementLimit(h, limit_mw);
+    } else if (fn.nvmlDeviceSetPowerManagementLimit_v2 != nullptr) {
+      nvmlPowerValue_v2_t v{};
+      v.version = kPowerValueV2Version;
+      v.powerScope = static_cast<unsigned char>(kPowerScopeGpu);
+      v.powerValueMw = limit_mw;
+      rc = fn.nvmlDeviceSetPowerManagementLimit_v2(h, &v);
+    }
+    if (rc == kErrorGpuIsLost) states_[i].lost = true;
+    return rc == kSuccess ? control_result{} : control_failure(rc);
   }
 
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override {
@@ -218,6 +261,30 @@ class nvml_backend final : public backend {
     bool power_usage = false;  // nvmlDeviceGetPowerUsage works
     bool lost = false;         // a read answered NVML_ERROR_GPU_IS_LOST
   };
+
+  control_result control_failure(nvmlReturn_t rc) const {
+    control_result r;
+    r.detail = lib_->error_string(rc);
+    switch (rc) {
+      case kErrorNoPermission:
+        r.status = control_status::no_permission;
+        break;
+      case kErrorNotSupported:
+      case kErrorFunctionNotFound:
+        r.status = control_status::not_supported;
+        break;
+      case kErrorInvalidArgument:
+        r.status = control_status::invalid;
+        break;
+      case kErrorGpuIsLost:
+        r.status = control_status::lost;
+        break;
+      default:
+        r.status = control_status::error;
+        break;
+    }
+    return r;
+  }
 
   static device_reading failed(nvmlReturn_t rc) {
     device_reading r;

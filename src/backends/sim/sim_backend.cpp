@@ -13,6 +13,10 @@
 namespace joules {
 namespace {
 
+constexpr const char* kNoLimits =
+    "simulated GPUs have no power limit to set (a model's power does not respond to one); "
+    "tuning needs NVIDIA GPUs through NVML";
+
 // TDPs are the board power limits on each vendor's datasheet.
 constexpr std::array kModels = {
     sim_model{"h100-sxm", "NVIDIA H100 80GB HBM3", "hopper", 700.0},
@@ -205,6 +209,18 @@ class sim_backend final : public backend {
     if (gpm_) c.health_readings.emplace_back("gpm");
     c.power_limit_control = false;  // a model has no limit to change
     return c;
+  }
+
+  // The model's limit is its TDP, shown but never enforced: there is nothing to set.
+  power_limit_reading read_power_limit(std::size_t i) override {
+    (void)i;
+    const auto mw = static_cast<std::uint32_t>(tdp_w_ * 1000.0);
+    return {{control_status::not_supported, kNoLimits}, mw, std::nullopt, std::nullopt, mw};
+  }
+  control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override {
+    (void)i;
+    (void)limit_mw;
+    return {control_status::not_supported, kNoLimits};
   }
 
  private:

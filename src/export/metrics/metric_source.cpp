@@ -3,11 +3,38 @@
 #include <algorithm>
 
 #include "export/metrics/gpu_metrics.hpp"
+#include "export/metrics/inference_metrics.hpp"
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/run_families.hpp"
 
 namespace joules::exporter {
 namespace {
+
+// The token sources' part of a source: their families, refilled when the board changes.
+class inference_part {
+ public:
+  inference_part(exposition& e, const label_set& base, const tokens::board* b) : board_(b) {
+    if (board_ != nullptr) metrics_.emplace(e, base);
+  }
+  // True when the board changed since the previous call.
+  bool update() {
+    if (board_ == nullptr) return false;
+    const std::uint64_t v = board_->version();
+    const bool changed = v != version_;
+    if (changed) views_ = board_->read();
+    version_ = v;
+    return changed;
+  }
+  void fill() {
+    if (metrics_) metrics_->fill(views_);
+  }
+
+ private:
+  const tokens::board* board_;
+  std::optional<inference_metrics> metrics_;
+  std::uint64_t version_ = 0;
+  std::vector<tokens::source_view> views_;
+};
 
 class node : public metric_source {
  public:
@@ -17,12 +44,14 @@ class node : public metric_source {
         gpus_(per_state, c.devices, base, c.meta, c.dcgm_compat),
         self_(per_state, per_collection, base, c.meta, c.stale_after_s),
         footprint_(per_state, base, "joules_node", c.carbon, c.components),
+        inference_(per_state, base, c.inference),
         last_energy_(c.devices.size(), 0.0) {}
 
   bool update() override {
     auto snap = readings_->snapshot();
+    const bool tokens = inference_.update();
     // The snapshot held here keeps its address from being reused: equal pointers, same readings.
-    const bool changed = first_ || snap != snap_;
+    const bool changed = first_ || snap != snap_ || tokens;
     snap_ = std::move(snap);
     first_ = false;
     return changed;
@@ -43,6 +72,7 @@ class node : public metric_source {
       }
     }
     footprint_.fill(energy);
+    inference_.fill();
   }
 
   void fill_live(mono_time now, const serving_stats& stats) override {
@@ -54,6 +84,7 @@ class node : public metric_source {
   gpu_metrics gpus_;
   self_metrics self_;
   footprint_metrics footprint_;
+  inference_part inference_;
   std::vector<double> last_energy_;
   std::shared_ptr<const sampler_snapshot> snap_;
   bool first_ = true;
@@ -67,12 +98,14 @@ class run : public metric_source {
         live_(c.live),
         run_(per_state, c.devices, base, c.subcommand),
         self_(per_state, per_collection, base, c.meta, c.stale_after_s),
-        footprint_(per_state, base, "joules_run", c.carbon, c.components) {}
+        footprint_(per_state, base, "joules_run", c.carbon, c.components),
+        inference_(per_state, base, c.inference) {}
 
   bool update() override {
     auto snap = readings_->snapshot();
     const std::uint64_t version = live_->version();
-    const bool changed = first_ || snap != snap_ || version != version_;
+    const bool tokens = inference_.update();
+    const bool changed = first_ || snap != snap_ || version != version_ || tokens;
     if (first_ || version != version_) state_ = live_->read();
     snap_ = std::move(snap);
     version_ = version;
@@ -84,6 +117,7 @@ class run : public metric_source {
     self_.fill(snap_.get());
     run_.fill(snap_.get(), state_);
     footprint_.fill(run_.energy_j());
+    inference_.fill();
   }
 
   void fill_live(mono_time now, const serving_stats& stats) override {
@@ -96,6 +130,7 @@ class run : public metric_source {
   run_families run_;
   self_metrics self_;
   footprint_metrics footprint_;
+  inference_part inference_;
   std::shared_ptr<const sampler_snapshot> snap_;
   std::uint64_t version_ = 0;
   run_state state_;
@@ -113,7 +148,11 @@ std::vector<std::string_view> exporter_label_names() {
                              "backend",      "DCGM_FI_DRIVER_VERSION",
                              "status",       "source",
                              "region",       "year",
-                             "method",       "currency"})
+                             "method",       "currency",
+                             "server",       "model_name",
+                             "endpoint",     "gpus",
+                             "state",        "window",
+                             "kind"})
     out.push_back(n);
   return out;
 }

@@ -7,6 +7,7 @@
 //
 //   node source (joules serve):   gpu_metrics + self_metrics (CPU/DRAM from RAPL included)
 //   run source (run|wrap):        run_families + self_metrics
+//   both, with --tokens-from:     + inference_metrics (the token sources' board)
 //
 // Most families change only when the state does (a new snapshot, a window, a step): the
 // Prometheus endpoint renders them once per state and shares the text between scrapes.  A few
@@ -27,6 +28,7 @@
 #include "export/metrics/run_metrics.hpp"
 #include "export/metrics/self_metrics.hpp"
 #include "sampler/sampler.hpp"
+#include "tokens/board.hpp"
 
 namespace joules::exporter {
 
@@ -54,8 +56,9 @@ struct node_source_config {
   backend_meta meta;
   bool dcgm_compat = false;
   double stale_after_s = 5.0;
-  carbon::factors carbon;                   // --pue, --region, ... (resolved)
-  std::vector<component_state> components;  // component_states()
+  carbon::factors carbon;                    // --pue, --region, ... (resolved)
+  const tokens::board* inference = nullptr;  // --tokens-from; must outlive the sources
+  std::vector<component_state> components;   // component_states()
 };
 source_factory node_source(node_source_config config);
 
@@ -68,6 +71,7 @@ struct run_source_config {
   std::string subcommand;
   double stale_after_s = 5.0;
   carbon::factors carbon;
+  const tokens::board* inference = nullptr;
   std::vector<component_state> components;
 };
 source_factory run_source(run_source_config config);
