@@ -77,7 +77,7 @@ def assessment(e_j: float) -> dict:
 
 
 def devices(gpus: int) -> list[dict]:
-    return [{"kind": "gpu", "index": k, "uuid": f"GPU-{k:08x}-0000-4000-8000-bench0000000",
+    return [{"kind": "gpu", "vendor": "nvidia", "index": k, "uuid": f"GPU-{k:08x}-0000-4000-8000-bench0000000",
              "pci_bus_id": f"00000000:{0x18 + k:02X}:00.0", "name": "NVIDIA H100 80GB HBM3",
              "architecture": "hopper", "method": "counter", "energy_counter": True,
              "power_source": "instant", "power_window_s": None, "power_limit_w": TDP_W,
@@ -112,6 +112,8 @@ class Run:
                   "interval_ms": 100, "samples_interval_ms": sample_ms, "backend": "nvml",
                   "driver_version": "550.54.15", "nvml_version": "12.550.54.15",
                   "nvml_library": "libnvidia-ml.so.1",
+                  "gpu_libraries": [{"backend": "nvml", "library": "libnvidia-ml.so.1",
+                                     "version": "12.550.54.15", "driver_version": "550.54.15"}],
                   "scope": {"source": "CUDA_VISIBLE_DEVICES", "value": "0,1,2,3,4,5,6,7"},
                   "devices": devices(self.gpus), "notices": [], "components": [],
                   "carbon": {"pue": 1.0, "pue_source": "default", "region": "DE",
@@ -215,7 +217,7 @@ class Run:
                   "duration_s": t_end, "energy_j": total, "energy_wh": total / 3600,
                   "avg_power_w": total / t_end, "peak_power_w": self.peak,
                   "samples": int(t_end * 10), "method": "counter",
-                  "devices": [{"kind": "gpu", "index": k,
+                  "devices": [{"kind": "gpu", "vendor": "nvidia", "index": k,
                                "uuid": f"GPU-{k:08x}-0000-4000-8000-bench0000000",
                                "name": "NVIDIA H100 80GB HBM3", "method": "counter",
                                "energy_j": e, "avg_power_w": e / t_end,
