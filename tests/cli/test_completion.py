@@ -38,7 +38,8 @@ def test_bash_completes_commands_options_values_and_files(tmp):
     (tmp / "train.log").write_text("iter 1: loss 2.0\n")
     assert bash_complete(path, "joules", "wr") == ["wrap"]
     assert bash_complete(path, "joules", "run", "--ba") == ["--backend"]
-    assert bash_complete(path, "joules", "run", "--backend", "") == ["auto", "nvml", "sim"]
+    assert bash_complete(path, "joules", "run", "--backend", "") == [
+        "auto", "nvml", "amdsmi", "levelzero", "sim"]
     assert bash_complete(path, "joules", "wrap", "--backend", "s") == ["sim"]
     assert "--only-steps" in bash_complete(path, "joules", "steps", "--")
     assert bash_complete(path, "joules", "steps", "tra") == ["train.log"]
@@ -61,7 +62,9 @@ def test_fish_completes_commands_options_and_values(tmp):
 
     assert "wrap" in offered("joules wr")
     assert offered("joules run --ba") == ["--backend"]
-    assert offered("joules run --backend ") == ["auto", "nvml", "sim"]
+    # fish sorts what it offers.
+    assert sorted(offered("joules run --backend ")) == [
+        "amdsmi", "auto", "levelzero", "nvml", "sim"]
     assert "--only-steps" in offered("joules steps --o")
     assert sorted(offered("joules completion ")) == ["bash", "fish", "zsh"]
 
