@@ -8,7 +8,8 @@ import json
 import pathlib
 
 SCHEMA_DIR = pathlib.Path(__file__).resolve().parents[2] / "docs" / "schema"
-TYPES = ("session_start", "session_end", "step", "phase", "prediction", "straggler", "sample")
+TYPES = ("session_start", "session_end", "step", "phase", "prediction", "straggler", "sample", "tune",
+         "inference")
 
 _validators = {}
 

@@ -4,6 +4,7 @@ server of each kind (tests/cli/fake_inference.py) counts tokens at a known rate 
 import json
 import os
 import pathlib
+import re
 import shutil
 import signal
 import subprocess
@@ -117,7 +118,10 @@ def test_joules_per_token_within_1_percent_for_each_server(servers, tmp, fmt):
         # A request every 20 ms: 12 J each.
         assert rec["energy_per_request_j"] == pytest.approx(12.0, rel=0.02)
     summary = [l for l in r.stderr.splitlines() if "J/output token" in l]
-    assert len(summary) == 1 and "1.2 J/output token at load" in summary[0], r.stderr
+    assert len(summary) == 1, r.stderr
+    # The summary rounds to 3 significant digits what the record holds: 1.2 J within 1 %.
+    at_load = re.search(r"([0-9.]+) J/output token at load", summary[0])
+    assert at_load and float(at_load.group(1)) == pytest.approx(1.2, rel=0.01), summary[0]
 
 
 def test_idle_energy_is_reported_apart(servers, tmp):
