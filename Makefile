@@ -41,7 +41,8 @@ test-python: deps-test
 	@scripts/test-python $(JOBS)
 
 # The manylinux_2_28 wheel (Zig's toolchain), auditwheel's check, and tests/python against it
-# installed from the file.  Slower than make test's build; .ci/run runs it.
+# installed from the file.  About 13 minutes on 2 cores: run by hand before a release, not by
+# .ci/run.
 test-wheel: deps-test
 	@scripts/test-wheel $(JOBS)
 

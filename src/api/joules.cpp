@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdlib>
 #include <cstring>
+#include <type_traits>
 #include <limits>
 #include <memory>
 #include <new>
@@ -293,7 +294,10 @@ joules_status joules_monitor_open(const joules_options* options, joules_monitor*
       std::memcpy(&o, options, std::min<std::size_t>(options->struct_size, kOptionsV1Size));
     }
     joules::session::api_settings s;
-    switch (o.backend) {
+    // A C caller can store any int in the enum; C++ may not load one outside its enumerators.
+    std::underlying_type_t<joules_backend> backend = 0;
+    std::memcpy(&backend, &o.backend, sizeof backend);
+    switch (backend) {
       case JOULES_BACKEND_AUTO:
         s.backend.name = "auto";
         break;
@@ -307,7 +311,7 @@ joules_status joules_monitor_open(const joules_options* options, joules_monitor*
         return fail(JOULES_E_INVALID_ARGUMENT,
                     fmt::format("joules_monitor_open: backend {}: expected JOULES_BACKEND_AUTO, "
                                 "_NVML or _SIM",
-                                static_cast<int>(o.backend)));
+                                backend));
     }
     if (o.gpus != nullptr) s.gpus = std::string(o.gpus);
     s.backend.components.cpu = o.cpu != 0;

@@ -136,7 +136,7 @@ def test_every_key_on_the_simulated_backend(shell):
     assert sh.flag("alternate_on") == "1"
     # ? opens the help, listing every key; any key closes it.
     sh.keys("?")
-    text = sh.wait("joules monitor: keys")
+    text = sh.wait("joules monitor: keys", "Esc, 0")
     for k in ("q, Ctrl-C", "Ctrl-Z", "next view", "sort by index, power", "reverse the sort",
               "pause the screen", "previous or next GPU", "1 - 9", "Esc, 0"):
         assert k in text, (k, text)
