@@ -24,7 +24,7 @@ class measure_check final : public joules::options::command {
   const joules::options::command_text& text() const override { return text_; }
   void declare(joules::options::option_table& t) override {
     t.positional(joules::options::positional_kind::command);
-    joules::cli::declare_measure(t, options_);
+    joules::cli::declare_measure(t, options_, "run");
   }
   int run(std::vector<std::string> positional) override {
     const auto s = joules::cli::finish_measure(options_, std::move(positional), "run");
