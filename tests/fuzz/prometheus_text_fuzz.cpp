@@ -23,7 +23,7 @@ using namespace joules::tokens;
 std::string escaped(const std::string& v) {
   std::string out;
   for (char c : v) {
-    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\\' || c == '"' || c == '\n') out += '\\';
     out += c == '\n' ? 'n' : c;
   }
   return out;
