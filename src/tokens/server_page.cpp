@@ -183,7 +183,7 @@ page_result read_page(std::string_view page, const std::vector<metric_selector>&
       for (std::size_t i = 0; i < custom.size(); ++i) {
         if (custom[i].name != v.name || !has_labels(labels, custom[i].labels)) continue;
         matched[i] = true;
-        if (std::isnan(v.value) || v.value < 0) continue;
+        if (!std::isfinite(v.value) || v.value < 0) continue;  // a count is finite
         add_model(r.models, labels);
         r.counts[static_cast<std::size_t>(custom[i].kind)].push_back(
             {series_key(v.name, labels), v.value});
@@ -199,7 +199,7 @@ page_result read_page(std::string_view page, const std::vector<metric_selector>&
       return;
     }
     seen[w.server][w.what] = true;
-    if (std::isnan(v.value) || v.value < 0) return;
+    if (!std::isfinite(v.value) || v.value < 0) return;  // a count is finite
     label_pairs labels = decode_labels(v.labels);
     if (w.what != static_cast<std::size_t>(count_kind::requests))
       add_model(models[w.server], labels);
