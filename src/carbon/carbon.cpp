@@ -17,11 +17,6 @@ namespace {
 
 constexpr double kJoulesPerKwh = 3.6e6;
 
-std::optional<int> parse_year(std::string_view s) {
-  const auto v = parse_uint(s, 1900, 2100);
-  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
-}
-
 const std::vector<csv_row>& rows_of(std::string_view name) {
   // Each table is parsed the first time it is asked for, and only then: a run that names no
   // region must not pay for parsing them all (the CPU table alone is ~5000 rows) at start-up.

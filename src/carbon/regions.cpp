@@ -35,11 +35,6 @@ bool all_alpha(std::string_view s) {
   });
 }
 
-std::optional<int> parse_year(std::string_view s) {
-  const auto v = parse_uint(s, 1900, 2100);
-  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
-}
-
 std::string column(const csv_row& r, std::size_t i) {
   return i < r.size() ? r[i] : std::string();
 }

@@ -7,7 +7,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kAggregateText{
     "aggregate", "totals of many runs: energy, CO2e, cost, GPU-hours", "[OPTIONS] FILE...",
     "Adds up the records of many runs: runs, nodes, energy, kWh, CO2e, cost, GPU-hours, steps "
     "and tokens, exact sums of the records' figures, with the methods they were measured by and "
@@ -21,7 +21,7 @@ constexpr options::command_text kText{
 
 class aggregate_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kAggregateText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::files);
     t.text("by", 0, "KEYS",

@@ -7,7 +7,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kDiffText{
     "diff", "compare two runs per phase and per GPU, against run-to-run noise",
     "[OPTIONS] A.jsonl B.jsonl",
     "Compares the records of run A (before) with those of run B (after): energy, duration, "
@@ -25,7 +25,7 @@ constexpr options::command_text kText{
 
 class diff_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kDiffText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::files);
     t.number("fail-if-worse", "PCT",

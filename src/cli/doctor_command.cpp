@@ -7,7 +7,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kDoctorText{
     "doctor", "can joules measure this machine, and are its GPUs healthy?", "[OPTIONS]",
     "Reports the GPU libraries found (NVML, AMD SMI or ROCm SMI, Level Zero: path, version, "
     "driver); for each GPU what can be measured "
@@ -31,7 +31,7 @@ constexpr options::command_text kText{
 
 class doctor_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kDoctorText; }
   void declare(options::option_table& t) override {
     t.group("Output");
     t.flag("json", 0, "Print the report as one JSON object (docs/monitor-doctor.md).", s_.json);

@@ -9,7 +9,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kMonitorText{
     "monitor", "live power, energy and health of every GPU", "[OPTIONS]",
     "On a terminal, a full-screen view refreshed every --interval: one block per GPU with its "
     "power against its limit, the energy it used since the monitor started (from its energy "
@@ -44,7 +44,7 @@ constexpr options::command_text kText{
 
 class monitor_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kMonitorText; }
   void declare(options::option_table& t) override {
     t.group("View");
     t.millis("interval",

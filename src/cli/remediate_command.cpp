@@ -11,7 +11,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kRemediateText{
     "remediate", "drain or cordon a node after a critical finding",
     "[OPTIONS] [--] [CMD [ARGS...]]",
     "Drains this node in Slurm (scontrol update nodename=NODE state=drain reason=REASON), "
@@ -33,7 +33,7 @@ constexpr options::command_text kText{
 
 class remediate_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kRemediateText; }
   void declare(options::option_table& t) override;
   int run(std::vector<std::string> positional) override {
     s_.command = std::move(positional);

@@ -8,7 +8,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kReportText{
     "report", "an HTML (and PDF) report of runs from their JSONL records", "[OPTIONS] RUN.jsonl...",
     "Reads the records joules run and joules wrap wrote (--output) and writes one self-contained "
     "HTML page: inline SVG, no network, readable without JavaScript and in print. For each run: "
@@ -28,7 +28,7 @@ constexpr options::command_text kText{
 
 class report_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kReportText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::files);
     t.text("output", 'o', "FILE", "Write the HTML report to FILE (- for standard output).",

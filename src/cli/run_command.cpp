@@ -7,7 +7,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kRunText{
     "run", "total energy of a command, with no interference with it",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD with its stdin, stdout and stderr untouched, measures the energy of the GPUs this "
@@ -24,7 +24,7 @@ constexpr options::command_text kText{
 
 class run_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kRunText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::command);
     declare_measure(t, options_, "run");

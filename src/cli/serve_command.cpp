@@ -11,7 +11,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kServeText{
     "serve", "node exporter: Prometheus /metrics for every GPU (and CPU/DRAM)", "[OPTIONS]",
     "Serves http://127.0.0.1:19400/metrics in the Prometheus text format for every GPU of the "
     "machine: power, energy, utilisation, memory, temperatures, clocks, throttle reasons, ECC "
@@ -32,7 +32,7 @@ constexpr options::command_text kText{
 
 class serve_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kServeText; }
   void declare(options::option_table& t) override;
   int run(std::vector<std::string>) override {
     if (!hostname_) s_.hostname = session::host_name();

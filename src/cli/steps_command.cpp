@@ -6,7 +6,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kStepsText{
     "steps", "show which lines of a training log are steps, phases and metrics",
     "[OPTIONS] [FILE|-]",
     "Reads a training log (FILE, or standard input when FILE is - or absent) and prints, for "
@@ -23,7 +23,7 @@ constexpr options::command_text kText{
 
 class steps_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kStepsText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::files);
     t.repeated("step-regex", "RE",

@@ -12,7 +12,7 @@ namespace {
 
 constexpr std::uint64_t kMaxSteps = 1ULL << 40U;
 
-constexpr options::command_text kText{
+constexpr options::command_text kSweepText{
     "sweep", "energy and time per step at each power limit of a list",
     "--limits HI:LO:STEP [OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD once at each power limit of --limits, highest first, measured as by joules wrap: "
@@ -31,7 +31,7 @@ constexpr options::command_text kText{
 
 class sweep_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kSweepText; }
   void declare(options::option_table& t) override;
   int run(std::vector<std::string> positional) override;
 

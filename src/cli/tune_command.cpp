@@ -14,7 +14,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kTuneText{
     "tune", "find the power limit that meets a goal during a run, and keep it",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD like joules wrap. During its first steps the GPUs' power limit is set to one limit "
@@ -38,7 +38,7 @@ constexpr options::command_text kText{
 
 class tune_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kTuneText; }
   void declare(options::option_table& t) override;
   int run(std::vector<std::string> positional) override;
 

@@ -7,7 +7,7 @@
 namespace joules::cli {
 namespace {
 
-constexpr options::command_text kText{
+constexpr options::command_text kWrapText{
     "wrap", "energy per step, phase and token; a prediction of the whole run",
     "[OPTIONS] [--] CMD [ARGS...]",
     "Runs CMD like joules run, and reads its stdout and stderr as it goes: both pass through to "
@@ -32,7 +32,7 @@ constexpr options::command_text kText{
 
 class wrap_command final : public options::command {
  public:
-  const options::command_text& text() const override { return kText; }
+  const options::command_text& text() const override { return kWrapText; }
   void declare(options::option_table& t) override {
     t.positional(options::positional_kind::command);
     declare_measure(t, options_, "wrap");

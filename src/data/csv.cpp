@@ -1,5 +1,7 @@
 #include "data/csv.hpp"
 
+#include "util/strings.hpp"
+
 namespace joules::carbon {
 
 std::vector<csv_row> parse_csv(std::string_view text, bool skip_header) {
@@ -47,6 +49,11 @@ std::vector<csv_row> parse_csv(std::string_view text, bool skip_header) {
   end_row();
   if (skip_header && !rows.empty()) rows.erase(rows.begin());
   return rows;
+}
+
+std::optional<int> parse_year(std::string_view field) {
+  const auto v = parse_uint(field, 1900, 2100);
+  return v ? std::optional<int>(static_cast<int>(*v)) : std::nullopt;
 }
 
 }  // namespace joules::carbon

@@ -70,7 +70,7 @@ namespace {
 // A counter reading is the energy rounded down to the counter's unit (1 mJ on NVML): an
 // interpolation between two of them is off by less than one unit.
 constexpr double kCounterUnitJ = 0.001;
-constexpr double kNoTime = -std::numeric_limits<double>::infinity();
+constexpr double kNoTimeBound = -std::numeric_limits<double>::infinity();
 
 }  // namespace
 
@@ -202,7 +202,7 @@ double device_timeline::anchor_uncertainty(const energy_anchor& a) const {
   const double reads = 0.5 * read_span_near(a.t, a.t);
   // A continuous counter's value is the energy at the read that showed it.
   if (counter_.model() == counter_track::model_kind::continuous) return reads;
-  if (a.lo == kNoTime) {
+  if (a.lo == kNoTimeBound) {
     // The first value seen: produced at some update before its read.
     const double period = counter_.period_s() > 0.0 ? counter_.period_s() : 0.1;
     return std::max(a.hi - a.t, 0.0) + period + reads;

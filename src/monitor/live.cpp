@@ -70,15 +70,15 @@ live_model::live_model(const sampler& readings, std::vector<std::size_t> devices
     model_.source = "sim (simulated)";
   } else {
     // Each vendor's library and driver: "nvml, driver 570.86.15; amdsmi, driver 6.8.5".
-    std::vector<std::string> parts;
+    std::vector<std::string> drivers;
     for (const auto& m : meta.parts.empty() ? std::vector<backend_meta>{meta} : meta.parts) {
       // The driver's version is an outside string.
-      parts.push_back(m.driver_version.empty()
-                          ? m.backend
-                          : fmt::format("{}, driver {}", m.backend,
-                                        text::escape_for_terminal(m.driver_version)));
+      drivers.push_back(m.driver_version.empty()
+                            ? m.backend
+                            : fmt::format("{}, driver {}", m.backend,
+                                          text::escape_for_terminal(m.driver_version)));
     }
-    model_.source = fmt::format("{}", fmt::join(parts, "; "));
+    model_.source = fmt::format("{}", fmt::join(drivers, "; "));
   }
   model_.interval_s = std::chrono::duration<double>(interval).count();
   model_.keys = keys;

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "health/findings.hpp"
+#include "monitor/screen_parts.hpp"
 #include "monitor/view.hpp"
 #include "text/escape.hpp"
 #include "util/json_writer.hpp"
@@ -23,14 +24,6 @@ template <class T>
 std::string or_dash(const std::optional<T>& v, std::string_view spec = "{}") {
   if (!v) return "-";
   return fmt::format(fmt::runtime(spec), *v);
-}
-
-// Power limit shown against a device's power: the enforced limit read with its health, else the
-// one probed at open.
-std::optional<double> limit_of(const device_view& d) {
-  if (d.now.health && d.now.health->power_limit_w) return d.now.health->power_limit_w;
-  if (d.info.power_limit) return d.info.power_limit->value;
-  return std::nullopt;
 }
 
 // The default power limit: read with the health readings, else probed at open.

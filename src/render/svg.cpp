@@ -20,7 +20,7 @@ constexpr std::size_t kColourCount = std::size(kColours);
 constexpr double kLegendRowPx = 18.0;
 constexpr double kLegendEntryPx = 180.0;
 
-std::string esc(std::string_view s) {
+std::string svg_esc(std::string_view s) {
   return text::escape_for_html(s);
 }
 
@@ -100,11 +100,11 @@ void chart::line(const std::vector<xy>& points, std::size_t series, std::string_
   fmt::format_to(out,
                  "<polyline class=\"series\" data-label=\"{}\" fill=\"none\" stroke=\"{}\" "
                  "stroke-width=\"1.6\"{} points=\"",
-                 esc(label), colour,
+                 svg_esc(label), colour,
                  dash.empty() ? std::string() : fmt::format(" stroke-dasharray=\"{}\"", dash));
   for (const auto& p : points)
     fmt::format_to(out, "{:.1f},{:.1f} ", px(p.x), py(p.y));
-  fmt::format_to(out, "\"><title>{}</title></polyline>\n", esc(label));
+  fmt::format_to(out, "\"><title>{}</title></polyline>\n", svg_esc(label));
   legend_.push_back({std::string(label), colour, dash, false});
 }
 
@@ -130,10 +130,10 @@ void chart::span(double x0, double x1, std::string_view label, std::string_view 
       out,
       "<rect class=\"span\" x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" "
       "fill=\"{}\"><title>{}</title></rect>\n",
-      a, top_, w, height_ - top_ - bottom_, tint, esc(label));
+      a, top_, w, height_ - top_ - bottom_, tint, svg_esc(label));
   if (w >= 8.0 * static_cast<double>(label.size()) + 6.0) {
     fmt::format_to(out, "<text class=\"span-label\" x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", a + 3,
-                   top_ + 11, esc(label));
+                   top_ + 11, svg_esc(label));
   }
   const bool listed = std::any_of(legend_.begin(), legend_.end(),
                                   [&](const legend_entry& e) { return e.label == label; });
@@ -149,7 +149,7 @@ void chart::bar(double x0, double x1, double y, std::size_t series, std::string_
                  "<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"{:.1f}\" height=\"{:.1f}\" fill=\"{}\" "
                  "stroke=\"#ffffff\" stroke-width=\"0.5\"><title>{}</title></rect>\n",
                  std::min(a, b), std::min(top, base), std::max(std::abs(b - a), 0.8),
-                 std::abs(base - top), series_colour(series), esc(tip));
+                 std::abs(base - top), series_colour(series), svg_esc(tip));
 }
 
 void chart::hline(double y, std::string_view label) {
@@ -158,14 +158,14 @@ void chart::hline(double y, std::string_view label) {
                  "<line x1=\"{:.1f}\" x2=\"{:.1f}\" y1=\"{:.1f}\" y2=\"{:.1f}\" stroke=\"#000\" "
                  "stroke-dasharray=\"4 3\"/><text class=\"ref\" x=\"{:.1f}\" y=\"{:.1f}\" "
                  "text-anchor=\"end\">{}</text>\n",
-                 left_, width_ - right_, v, v, width_ - right_ - 2, v - 4, esc(label));
+                 left_, width_ - right_, v, v, width_ - right_ - 2, v - 4, svg_esc(label));
 }
 
 void chart::dot(double x, double y, std::size_t series, std::string_view tip) {
   fmt::format_to(std::back_inserter(front_),
                  "<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\" stroke=\"#000\" "
                  "stroke-width=\"0.6\"><title>{}</title></circle>\n",
-                 px(x), py(y), series_colour(series), esc(tip));
+                 px(x), py(y), series_colour(series), svg_esc(tip));
 }
 
 std::string chart::finish() const {
@@ -189,10 +189,10 @@ std::string chart::finish() const {
                  "data-x1=\"{}\" data-px0=\"{:.1f}\" data-px1=\"{:.1f}\" data-y0=\"{}\" "
                  "data-y1=\"{}\" data-py0=\"{:.1f}\" data-py1=\"{:.1f}\" data-xunit=\"{}\" "
                  "data-xscale=\"{}\" xmlns=\"http://www.w3.org/2000/svg\">\n",
-                 id_, esc(caption_), width_, total_h, width_, total_h, x_.lo, x_.hi, px(x_.lo),
+                 id_, svg_esc(caption_), width_, total_h, width_, total_h, x_.lo, x_.hi, px(x_.lo),
                  px(x_.hi), y_.lo, y_.hi, py(y_.lo), py(y_.hi),
                  x_.time ? time_unit(x_.hi - x_.lo).first : "", x_scale);
-  fmt::format_to(out, "<title>{}</title>\n", esc(caption_));
+  fmt::format_to(out, "<title>{}</title>\n", svg_esc(caption_));
   // Lines and bands stay inside the plot area whatever their values (a y range that leaves out
   // the most extreme steps cuts them at the frame).
   fmt::format_to(out,
@@ -225,7 +225,7 @@ std::string chart::finish() const {
                    "y2=\"{:.1f}\"/><text class=\"tick\" x=\"{:.1f}\" y=\"{:.1f}\" "
                    "text-anchor=\"middle\">{}</text>\n",
                    v, v, height_ - bottom_, height_ - bottom_ + 5, v, height_ - bottom_ + 18,
-                   esc(label));
+                   svg_esc(label));
   }
   fmt::format_to(out, "<g clip-path=\"url(#{}-plot)\">\n", id_);
   s += body_;
@@ -240,11 +240,11 @@ std::string chart::finish() const {
   fmt::format_to(out,
                  "<text class=\"axis-title\" x=\"{:.1f}\" y=\"{:.1f}\" "
                  "text-anchor=\"middle\">{}</text>\n",
-                 left_ + plot_w / 2, height_ - 10.0, esc(x_title));
+                 left_ + plot_w / 2, height_ - 10.0, svg_esc(x_title));
   fmt::format_to(out,
                  "<text class=\"axis-title\" transform=\"translate(16 {:.1f}) rotate(-90)\" "
                  "text-anchor=\"middle\">{}</text>\n",
-                 top_ + (height_ - top_ - bottom_) / 2, esc(y_.title));
+                 top_ + (height_ - top_ - bottom_) / 2, svg_esc(y_.title));
   // Legend, under the plot.
   if (!legend_.empty()) s += "<g class=\"legend\">\n";
   for (std::size_t i = 0; i < legend_.size(); ++i) {
@@ -264,10 +264,10 @@ std::string chart::finish() const {
           x, x + 22, y - 4, y - 4, e.colour,
           e.dash.empty() ? std::string() : fmt::format(" stroke-dasharray=\"{}\"", e.dash));
     }
-    fmt::format_to(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 28, y, esc(e.label));
+    fmt::format_to(out, "<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 28, y, svg_esc(e.label));
   }
   if (!legend_.empty()) s += "</g>\n";
-  fmt::format_to(out, "</svg><figcaption>{}</figcaption></figure>\n", esc(caption_));
+  fmt::format_to(out, "</svg><figcaption>{}</figcaption></figure>\n", svg_esc(caption_));
   return s;
 }
 

@@ -14,8 +14,6 @@ namespace {
 // A device that stays silent must not keep an instant waiting for ever: past this, its energy is
 // extrapolated from its last readings (as accounting does with boundaries).
 constexpr double kPlaceDeadlineS = 5.0;
-// The pace of GPUs without an energy counter, as in run and wrap (session/measurement.cpp).
-constexpr std::chrono::milliseconds kPolledInterval{20};
 constexpr std::chrono::milliseconds kDefaultInterval{100};
 // Instants placed per hold of the sampler's lock.
 constexpr std::size_t kPlaceChunk = 32;

@@ -4,6 +4,7 @@
 // every CPU package and DRAM domain, which are the machine's, not the job's.  run, wrap,
 // monitor, serve and doctor all choose this way.
 
+#include <chrono>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,10 @@
 #include "sampler/sampler.hpp"
 
 namespace joules::session {
+
+// The pace at which GPUs without an energy counter are read by default (their power sensor's
+// update period on Pascal: docs/nvml-notes.md §3.3), in run, wrap and the library's monitor.
+inline constexpr std::chrono::milliseconds kPolledInterval{20};
 
 struct device_choice {
   // Indices into the sampler's devices: the chosen GPUs, then the CPU and DRAM domains.

@@ -19,9 +19,6 @@
 namespace joules::session {
 namespace {
 
-// The pace at which GPUs without an energy counter are read by default (their power sensor's
-// update period on Pascal: docs/nvml-notes.md §3.3).
-constexpr std::chrono::milliseconds kPolledInterval{20};
 // The most often sample records ask the sampler for health readings.
 constexpr std::chrono::milliseconds kHealthInterval{5000};
 

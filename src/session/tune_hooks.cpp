@@ -19,10 +19,6 @@ namespace {
 // driver that takes longer is hung, and the journal then does the restore's work.
 constexpr std::chrono::milliseconds kControlWait{5000};
 
-double watts_of(std::uint32_t mw) {
-  return mw / 1000.0;
-}
-
 std::string percent(double fraction) {
   return fmt::format("{:+.1f} %", fraction * 100.0);
 }

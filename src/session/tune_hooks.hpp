@@ -12,6 +12,7 @@
 //
 // Not thread-safe: wrap's main loop's.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -25,6 +26,11 @@
 #include "tuning/search.hpp"
 
 namespace joules::session {
+
+// A limit in NVML's milliwatts as the watts records and messages show.
+inline double watts_of(std::uint32_t mw) {
+  return mw / 1000.0;
+}
 
 class tune_hooks final : public wrap_hooks {
  public:

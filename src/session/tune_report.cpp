@@ -10,10 +10,6 @@
 namespace joules::session {
 namespace {
 
-double watts_of(std::uint32_t mw) {
-  return mw / 1000.0;
-}
-
 // The figures of a finished tune: what profiling cost in steps, the change per step, the saving.
 struct tune_figures {
   std::vector<tuning::point> points;  // the limits profiled

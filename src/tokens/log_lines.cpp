@@ -17,6 +17,15 @@ std::optional<double> number_at(std::string_view& s) {
   return v;
 }
 
+// No request is longer than this many tokens; a larger count read from a line is garbage.
+constexpr double kMaxRequestTokens = 1e9;
+
+// An engine or data-parallel rank as a stream number; a rank no server has (huge, from a garbled
+// line) folds into one stream rather than overflowing an int.
+int stream_index(double rank) {
+  return rank < 1e6 ? static_cast<int>(rank) : 1000000;
+}
+
 // The number after `key` in `line`.
 std::optional<double> after(std::string_view line, std::string_view key) {
   const std::size_t at = line.find(key);
@@ -36,7 +45,7 @@ std::optional<log_tokens> vllm(std::string_view line) {
   t.output = *gen;
   t.input_known = true;
   t.silent_when_idle = true;
-  if (const auto engine = after(line, "Engine ")) t.stream = static_cast<int>(*engine);
+  if (const auto engine = after(line, "Engine ")) t.stream = stream_index(*engine);
   return t;
 }
 
@@ -49,7 +58,7 @@ std::optional<log_tokens> sglang(std::string_view line) {
     t.rate = true;
     t.output = *gen;
     t.stream = 1;  // apart from the prefill lines' counts
-    if (const auto dp = after(line, "DP")) t.stream += static_cast<int>(*dp) + 1;
+    if (const auto dp = after(line, "DP")) t.stream += stream_index(*dp) + 1;
     return t;
   }
   if (line.find("Prefill batch") != std::string_view::npos) {
@@ -110,8 +119,11 @@ std::optional<log_tokens> tgi(std::string_view line) {
   log_tokens t;
   t.server = server_kind::tgi;
   // TGI divides the whole Duration by the token count, so the quotient is the count to within
-  // the printed digits.
-  t.output = std::round(*inference / *per_token);
+  // the printed digits.  A quotient past any real request's length (a per-token time printed as
+  // 1e-310ms gives infinity) is not a count.
+  const double count = std::round(*inference / *per_token);
+  if (!(count <= kMaxRequestTokens)) return std::nullopt;
+  t.output = count;
   t.requests = 1;
   t.requests_known = true;
   return t;

@@ -6,6 +6,8 @@ import pathlib
 import re
 import subprocess
 
+import pytest
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 BUILD = pathlib.Path(os.environ.get("JOULES_TEST_BUILD_DIR", ROOT / "build" / "dev"))
 LIB = BUILD / "src" / "libjoules.so"
@@ -53,6 +55,10 @@ def test_its_soname_is_libjoules_so_0():
     assert LIB.resolve().name == "libjoules.so.0.1.0"
 
 
+# In a tree compiled as unity batches an object of joules_core holds up to 16 files, and the
+# library imports what all of them call (tests/api/CMakeLists.txt): the dev tree checks this.
+@pytest.mark.skipif(os.environ.get("JOULES_TEST_UNITY_BUILD") == "1",
+                    reason="unity batches: the dev tree checks what libjoules imports")
 def test_it_imports_no_signal_handling_and_no_cxx_streams():
     out = subprocess.run(["nm", "-D", "--undefined-only", str(LIB)], capture_output=True,
                          text=True, check=True).stdout

@@ -17,7 +17,7 @@ using fake_gpu::reading_kind;
 
 constexpr rsmi_status_t kRsmiUnknown = 0xFFFFFFFFU;
 
-rsmi_status_t status_of(const call& c) {
+rsmi_status_t rsmi_status_of(const call& c) {
   switch (c.status()) {
     case call::state::uninitialised:
       return kRsmiInitError;
@@ -101,7 +101,7 @@ rsmi_status_t rsmi_num_monitor_devices(std::uint32_t* num_devices) {
 
 rsmi_status_t rsmi_dev_pci_id_get(std::uint32_t dv_ind, std::uint64_t* bdfid) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   const auto& g = c.owner();
   // The documented BDFID: the partition in bits 28-31.
   *bdfid = (static_cast<std::uint64_t>(g.domain) << 32) |
@@ -111,14 +111,14 @@ rsmi_status_t rsmi_dev_pci_id_get(std::uint32_t dv_ind, std::uint64_t* bdfid) {
 
 rsmi_status_t rsmi_dev_unique_id_get(std::uint32_t dv_ind, std::uint64_t* id) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   *id = c.owner().unique_id;
   return kRsmiSuccess;
 }
 
 rsmi_status_t rsmi_dev_name_get(std::uint32_t dv_ind, char* name, std::size_t len) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (name == nullptr || len == 0) return kRsmiInvalidArgs;
   const std::string& n = c.owner().name;
   const std::size_t k = std::min(n.size(), len - 1);
@@ -129,7 +129,7 @@ rsmi_status_t rsmi_dev_name_get(std::uint32_t dv_ind, char* name, std::size_t le
 
 rsmi_status_t rsmi_dev_partition_id_get(std::uint32_t dv_ind, std::uint32_t* partition_id) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   *partition_id = c.proc().partition;
   return kRsmiSuccess;
 }
@@ -137,7 +137,7 @@ rsmi_status_t rsmi_dev_partition_id_get(std::uint32_t dv_ind, std::uint32_t* par
 rsmi_status_t rsmi_dev_energy_count_get(std::uint32_t dv_ind, std::uint64_t* power,
                                         float* counter_resolution, std::uint64_t* timestamp) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (power == nullptr || timestamp == nullptr) return kRsmiInvalidArgs;
   if (!c.owner().counter.supported || !c.primary()) return kRsmiNotSupported;
   if (const auto f = c.fault(reading_kind::energy); f != 0) return from_fault(f);
@@ -150,7 +150,7 @@ rsmi_status_t rsmi_dev_energy_count_get(std::uint32_t dv_ind, std::uint64_t* pow
 rsmi_status_t rsmi_dev_power_get(std::uint32_t dv_ind, std::uint64_t* power,
                                  rsmi_power_type_t* type) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (!c.primary()) return kRsmiNotSupported;
   if (const auto f = c.fault(reading_kind::power); f != 0) return from_fault(f);
   const auto& g = c.owner();
@@ -163,7 +163,7 @@ rsmi_status_t rsmi_dev_power_get(std::uint32_t dv_ind, std::uint64_t* power,
 rsmi_status_t rsmi_dev_power_ave_get(std::uint32_t dv_ind, std::uint32_t sensor_ind,
                                      std::uint64_t* power) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (sensor_ind != 0 || !c.primary() || !c.owner().socket_power.average) return kRsmiNotSupported;
   if (const auto f = c.fault(reading_kind::power); f != 0) return from_fault(f);
   *power = microwatts(c.owner(), c.t());
@@ -173,7 +173,7 @@ rsmi_status_t rsmi_dev_power_ave_get(std::uint32_t dv_ind, std::uint32_t sensor_
 rsmi_status_t rsmi_dev_power_cap_get(std::uint32_t dv_ind, std::uint32_t sensor_ind,
                                      std::uint64_t* cap) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (sensor_ind != 0) return kRsmiInvalidArgs;
   *cap = std::uint64_t{c.owner().power->limit_mw()} * 1000U;
   return kRsmiSuccess;
@@ -181,7 +181,7 @@ rsmi_status_t rsmi_dev_power_cap_get(std::uint32_t dv_ind, std::uint32_t sensor_
 
 rsmi_status_t rsmi_dev_power_cap_default_get(std::uint32_t dv_ind, std::uint64_t* default_cap) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   *default_cap = std::uint64_t{c.owner().default_limit_mw} * 1000U;
   return kRsmiSuccess;
 }
@@ -189,7 +189,7 @@ rsmi_status_t rsmi_dev_power_cap_default_get(std::uint32_t dv_ind, std::uint64_t
 rsmi_status_t rsmi_dev_power_cap_range_get(std::uint32_t dv_ind, std::uint32_t sensor_ind,
                                            std::uint64_t* max, std::uint64_t* min) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (sensor_ind != 0) return kRsmiInvalidArgs;
   *max = std::uint64_t{c.owner().max_limit_mw} * 1000U;
   *min = std::uint64_t{c.owner().min_limit_mw} * 1000U;
@@ -198,7 +198,7 @@ rsmi_status_t rsmi_dev_power_cap_range_get(std::uint32_t dv_ind, std::uint32_t s
 
 rsmi_status_t rsmi_dev_busy_percent_get(std::uint32_t dv_ind, std::uint32_t* busy_percent) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   *busy_percent = c.owner().state.gfx_activity;
   return kRsmiSuccess;
 }
@@ -206,7 +206,7 @@ rsmi_status_t rsmi_dev_busy_percent_get(std::uint32_t dv_ind, std::uint32_t* bus
 rsmi_status_t rsmi_dev_memory_total_get(std::uint32_t dv_ind, std::uint32_t mem_type,
                                         std::uint64_t* total) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (mem_type != kRsmiMemTypeVram) return kRsmiNotSupported;
   *total = std::uint64_t{c.owner().state.vram_total_mb} * 1048576U;
   return kRsmiSuccess;
@@ -215,7 +215,7 @@ rsmi_status_t rsmi_dev_memory_total_get(std::uint32_t dv_ind, std::uint32_t mem_
 rsmi_status_t rsmi_dev_memory_usage_get(std::uint32_t dv_ind, std::uint32_t mem_type,
                                         std::uint64_t* used) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (mem_type != kRsmiMemTypeVram) return kRsmiNotSupported;
   *used = std::uint64_t{c.owner().state.vram_used_mb} * 1048576U;
   return kRsmiSuccess;
@@ -224,7 +224,7 @@ rsmi_status_t rsmi_dev_memory_usage_get(std::uint32_t dv_ind, std::uint32_t mem_
 rsmi_status_t rsmi_dev_temp_metric_get(std::uint32_t dv_ind, std::uint32_t sensor_type,
                                        std::uint32_t metric, std::int64_t* temperature) {
   const call c(dv_ind);
-  if (const auto rc = status_of(c); rc != kRsmiSuccess) return rc;
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (metric != kRsmiTempCurrent) return kRsmiNotSupported;
   const auto& h = c.owner().state;
   if (sensor_type == kRsmiTempJunction) {

@@ -283,7 +283,9 @@ TEST(HttpResponse, HeadsAndErrors) {
 }
 
 TEST(HttpResponse, DateIsImfFixdate) {
-  using namespace std::chrono;
+  using std::chrono::milliseconds;
+  using std::chrono::seconds;
+  using std::chrono::system_clock;
   EXPECT_EQ(http::http_date(system_clock::time_point(seconds(784111777))),
             "Sun, 06 Nov 1994 08:49:37 GMT");
   EXPECT_EQ(http::http_date(system_clock::time_point(seconds(0) + milliseconds(999))),

@@ -72,7 +72,7 @@ TEST(MonitorShares, InProportionToSmUtilisationElseEqual) {
   EXPECT_FALSE(s[0]);
 }
 
-struct fixture {
+struct frames_fixture {
   std::vector<history> power = std::vector<history>(4, history(kHistorySpanS));
   std::vector<history> util = std::vector<history>(4, history(kHistorySpanS));
 
@@ -131,7 +131,7 @@ struct fixture {
 };
 
 TEST(MonitorFrames, SortOrdersTheOverviewAndReverseFlipsIt) {
-  fixture f;
+  frames_fixture f;
   const auto m = f.model(4);
   ui_state ui;
   EXPECT_EQ(gpu_order(m, ui), (std::vector<std::size_t>{0, 1, 2, 3}));
@@ -153,7 +153,7 @@ TEST(MonitorFrames, SortOrdersTheOverviewAndReverseFlipsIt) {
 }
 
 TEST(MonitorFrames, OneGpuInDetailWithGraphsAxesAndItsProcesses) {
-  fixture f;
+  frames_fixture f;
   const auto m = f.model(4);
   ui_state ui;
   ui.focus = 0;
@@ -187,7 +187,7 @@ TEST(MonitorFrames, OneGpuInDetailWithGraphsAxesAndItsProcesses) {
 }
 
 TEST(MonitorFrames, ProcessesWithTheirSharesSortedAsAsked) {
-  fixture f;
+  frames_fixture f;
   const auto m = f.model(4);
   ui_state ui;
   ui.view = view_kind::processes;
@@ -216,7 +216,7 @@ TEST(MonitorFrames, ProcessesWithTheirSharesSortedAsAsked) {
 }
 
 TEST(MonitorFrames, GraphsOfEveryGpuAndTheHelpOverlayAndThePause) {
-  fixture f;
+  frames_fixture f;
   const auto m = f.model(4);
   ui_state ui;
   ui.view = view_kind::graphs;
@@ -243,7 +243,7 @@ TEST(MonitorFrames, GraphsOfEveryGpuAndTheHelpOverlayAndThePause) {
 }
 
 TEST(MonitorFrames, OutsideStringsNeverReachTheTerminalAsControls) {
-  fixture f;
+  frames_fixture f;
   auto m = f.model(2);
   m.host = "evil\x1b]0;host\x07";
   m.source = "nvml, driver 570\x1b[2J";

@@ -18,6 +18,8 @@
 
 namespace joules::testing {
 
+// Instants are exact to the nanosecond of the fake clock.
+inline constexpr double kNs = 1e-9;
 inline constexpr double kOriginS = 1000.0;
 inline const mono_time kOrigin = mono_time(std::chrono::seconds(1000));
 

@@ -12,8 +12,6 @@
 namespace joules::testing {
 namespace {
 
-constexpr double kNs = 1e-9;
-
 TEST(SamplerPost, ATaskRunsOnTheSamplerThreadBetweenReadingsAndTheGridStays) {
   scripted_device d = stepped_gpu(0, 0.0, 0.0);
   d.info.has_energy_counter = false;  // power only: no start burst, only the grid

@@ -11,8 +11,6 @@
 namespace joules::testing {
 namespace {
 
-constexpr double kNs = 1e-9;  // instants are exact to the nanosecond of the fake clock
-
 // A run of reads at most `gap` apart, of at least `min_reads` reads: a burst.
 struct burst {
   double first;

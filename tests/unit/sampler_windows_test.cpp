@@ -10,8 +10,6 @@
 namespace joules::testing {
 namespace {
 
-constexpr double kNs = 1e-9;
-
 // Windows follow one another: indices 0, 1, ..., each starting where the last ended.
 void expect_contiguous(const std::vector<window_result>& windows, double first, double last) {
   ASSERT_FALSE(windows.empty());

@@ -227,6 +227,13 @@ TEST(LogLines, SglangLlamaCppAndTgiLines) {
   ASSERT_TRUE(t);
   EXPECT_EQ(t->server, server_kind::tgi);
   EXPECT_EQ(t->output, 128.0);
+  // A per-token time so small that the quotient overflows is no count.
+  EXPECT_FALSE(parse_log_line("inference_time=\"1.28s\" time_per_token=\"1e-310ms\"}: Success"));
+  t = parse_log_line(
+      "Engine 1e300: Avg prompt throughput: 1.0 tokens/s, "
+      "Avg generation throughput: 2.0 tokens/s");
+  ASSERT_TRUE(t);
+  EXPECT_GT(t->stream, 0);
   for (const char* other : {"step 10/100 loss 2.3", "Avg prompt throughput: x tokens/s",
                             "eval time = fast", "", "throughput: 5"}) {
     EXPECT_FALSE(parse_log_line(other)) << other;

@@ -73,7 +73,7 @@ class gate_output {
     std::string out;
     char buf[4096];
     ssize_t n;
-    while ((n = read(fds_[0], buf, sizeof buf)) > 0)
+    while ((n = ::read(fds_[0], buf, sizeof buf)) > 0)
       out.append(buf, static_cast<std::size_t>(n));
     return out;
   }

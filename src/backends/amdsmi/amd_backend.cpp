@@ -9,10 +9,8 @@
 #include "backends/amdsmi/amd_backend.hpp"
 #include "backends/amdsmi/amd_source.hpp"
 
-namespace joules {
+namespace joules::amd {
 namespace {
-
-using namespace amd;  // NOLINT(google-build-using-namespace): the AMD vocabulary, in this file only
 
 // The highest power a wrap of the counter may imply (a decrease that needs more is a reset,
 // counter_track.hpp): well above any AMD board's limit, far below what a reset implies.
@@ -169,9 +167,12 @@ class amd_backend final : public backend {
 };
 
 }  // namespace
+}  // namespace joules::amd
+
+namespace joules {
 
 std::unique_ptr<backend> open_amd_backend(const std::string& amdsmi_library) {
-  return std::make_unique<amd_backend>(library::open(amdsmi_library));
+  return std::make_unique<amd::amd_backend>(amd::library::open(amdsmi_library));
 }
 
 }  // namespace joules

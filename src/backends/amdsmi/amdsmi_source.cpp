@@ -20,7 +20,7 @@ struct buffer {
   std::span<const std::byte> view() const { return bytes; }
 };
 
-outcome classify(amdsmi_status_t rc) {
+outcome classify_amdsmi(amdsmi_status_t rc) {
   if (rc == kAmdsmiSuccess) return outcome::ok;
   if (rc == kAmdsmiNotSupported || rc == kAmdsmiNotYetImplemented) return outcome::not_supported;
   if (rc == kAmdsmiNotFound || rc == kAmdsmiDriverNotLoaded) return outcome::lost;
@@ -70,14 +70,14 @@ class amdsmi_source final : public source {
     if (fn_.amdsmi_get_energy_count == nullptr) return outcome::not_supported;
     code = fn_.amdsmi_get_energy_count(handles_[p], &out.counts, &out.resolution_uj,
                                        &out.timestamp_ns);
-    return classify(code);
+    return classify_amdsmi(code);
   }
 
   outcome power(std::size_t p, power_source kind, double& watts, std::uint32_t& code) override {
     if (fn_.amdsmi_get_power_info == nullptr) return outcome::not_supported;
     buffer<512> b;
     code = fn_.amdsmi_get_power_info(handles_[p], b.data());
-    const outcome o = classify(code);
+    const outcome o = classify_amdsmi(code);
     if (o != outcome::ok) return o;
     const power_fields f = decode_power_info(b.view(), v_);
     const auto& w = kind == power_source::socket_current ? f.current_w : f.average_w;

@@ -11,7 +11,7 @@
 namespace joules::amd {
 namespace {
 
-outcome classify(rsmi_status_t rc) {
+outcome classify_rsmi(rsmi_status_t rc) {
   if (rc == kRsmiSuccess) return outcome::ok;
   if (rc == kRsmiNotSupported || rc == kRsmiNotYetImplemented) return outcome::not_supported;
   if (rc == kRsmiNotFound) return outcome::lost;
@@ -65,7 +65,7 @@ class rocm_smi_source final : public source {
     if (fn_.rsmi_dev_energy_count_get == nullptr) return outcome::not_supported;
     code =
         fn_.rsmi_dev_energy_count_get(index(p), &out.counts, &out.resolution_uj, &out.timestamp_ns);
-    return classify(code);
+    return classify_rsmi(code);
   }
 
   outcome power(std::size_t p, power_source kind, double& watts, std::uint32_t& code) override {
@@ -81,7 +81,7 @@ class rocm_smi_source final : public source {
     } else {
       return outcome::not_supported;
     }
-    const outcome o = classify(code);
+    const outcome o = classify_rsmi(code);
     if (o == outcome::ok) watts = static_cast<double>(uw) / 1e6;
     return o;
   }

@@ -15,10 +15,8 @@
 #include "backends/levelzero/ze_health.hpp"
 #include "backends/levelzero/ze_library.hpp"
 
-namespace joules {
+namespace joules::ze {
 namespace {
-
-using namespace ze;  // NOLINT(google-build-using-namespace): the Level Zero vocabulary, here only
 
 // The highest power a wrap of the counter may imply (a decrease that needs more is a reset).
 constexpr double kMaxPlausibleWatts = 5000.0;
@@ -226,9 +224,12 @@ class ze_backend final : public backend {
 };
 
 }  // namespace
+}  // namespace joules::ze
+
+namespace joules {
 
 std::unique_ptr<backend> open_level_zero_backend(const std::string& library_path) {
-  return std::make_unique<ze_backend>(library::open(library_path));
+  return std::make_unique<ze::ze_backend>(ze::library::open(library_path));
 }
 
 }  // namespace joules

@@ -16,11 +16,8 @@
 #include "backends/nvml/nvml_library.hpp"
 #include "util/error.hpp"
 
-namespace joules {
+namespace joules::nvml {
 namespace {
-
-using namespace nvml;  // NOLINT(google-build-using-namespace): the NVML vocabulary, in this file
-                       // only
 
 std::string architecture_name(nvmlDeviceArchitecture_t a) {
   switch (a) {
@@ -449,9 +446,12 @@ class nvml_backend final : public backend {
 };
 
 }  // namespace
+}  // namespace joules::nvml
+
+namespace joules {
 
 std::unique_ptr<backend> open_nvml_backend(const std::string& library_path) {
-  return std::make_unique<nvml_backend>(library::open(library_path));
+  return std::make_unique<nvml::nvml_backend>(nvml::library::open(library_path));
 }
 
 }  // namespace joules
