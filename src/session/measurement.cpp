@@ -69,6 +69,11 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   // The chosen GPUs that can be measured, then every CPU and DRAM domain.
   for (std::size_t i : choice.devices) {
     const device_info& d = hw.devices()[i];
+    if (d.kind == device_kind::gpu && !d.unreadable.empty()) {
+      term::print_note(
+          fmt::format("{} is lost: {}; it is not measured", gpu_name(d), d.unreadable));
+      continue;
+    }
     if (d.kind == device_kind::gpu && d.method() == energy_method::none) {
       term::print_note(
           fmt::format("{} ({}) has neither an energy counter nor a power reading; it is not "

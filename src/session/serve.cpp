@@ -59,7 +59,9 @@ int serve(const serve_settings& s) {
   std::vector<device_info> devices;
   for (std::size_t i = 0; i < hw.devices().size(); ++i) {
     const device_info& d = hw.devices()[i];
-    if (d.method() == energy_method::none) {
+    // A GPU that could not be read at open is served as lost (joules_gpu_lost 1), as one that
+    // is lost later.
+    if (d.method() == energy_method::none && d.unreadable.empty()) {
       term::print_note(
           fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
                       d.key(), d.name));

@@ -192,7 +192,22 @@ def test_a_gpu_that_fell_off_the_bus_is_unhealthy():
     assert r.returncode == 2, rep["findings"]
     lost = [f for f in rep["findings"] if f["code"] == "gpu_lost"]
     assert len(lost) == 1 and lost[0]["severity"] == "critical" and "GPU 1" in lost[0]["message"]
-    assert [g["index"] for g in rep["gpus"]] == [0]
+    # Listed, as lost: the driver lists it, though it fell off the bus before doctor started.
+    assert [(g["index"], g["lost"]) for g in rep["gpus"]] == [(0, False), (1, True)]
+    assert "gpu_skipped" not in codes(rep)
+
+
+def test_a_gpu_whose_every_reading_fails_from_the_start_is_lost():
+    # Its handle works, but energy and power answer an error from the first call on.
+    scenario = {"devices": [h100(), dict(h100(), faults=[{"at_s": 0, "kind": "error",
+                                                          "code": "UNKNOWN"}])]}
+    r, rep = doctor_json(scenario)
+    assert r.returncode == 2, rep["findings"]
+    assert rep["status"] == "unhealthy"
+    assert [(g["index"], g["lost"]) for g in rep["gpus"]] == [(0, False), (1, True)]
+    lost = [f for f in rep["findings"] if f["code"] == "gpu_lost"]
+    assert len(lost) == 1 and lost[0]["gpu"] == 1 and lost[0]["severity"] == "critical"
+    assert "could not be read at start" in lost[0]["message"], lost[0]
 
 
 def test_doctor_reads_the_limit_and_sets_nothing(tmp):

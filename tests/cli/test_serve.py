@@ -282,6 +282,33 @@ def test_a_lost_gpu_is_reported_and_joules_up_drops(procs):
     assert one(m, "joules_up") == 0
 
 
+def test_gpus_unreadable_from_the_start_are_served_as_lost(procs):
+    # GPU 1 fell off the bus before serve started (its handle is refused); GPU 2's handle works
+    # but every reading of energy and power fails.  Both are listed from the first scrape, as a
+    # GPU lost later is: joules_gpu_lost 1, no readings, joules_up 0.
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 300},
+                                 faults=[{"at_s": 0, "kind": "lost"}]),
+                            h100({"type": "constant", "watts": 300},
+                                 faults=[{"at_s": 0, "kind": "error", "code": "UNKNOWN"}])]}
+    env, _ = fake_gpus(scenario)
+    p = serve("--interval", "100", env=env)
+    procs.append(p)
+    assert "serving 3 GPU(s)" in p.stderr_lines[-1], p.stderr_lines
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_lost", gpu="0") == 0
+    for gpu in ("1", "2"):
+        assert one(m, "joules_gpu_lost", gpu=gpu) == 1
+        assert series(m, "joules_gpu_power_watts", gpu=gpu) == []
+        assert series(m, "joules_gpu_energy_joules_total", gpu=gpu) == []
+    assert one(m, "joules_up") == 0
+    # Every GPU readable: up.
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300})]})
+    p2 = serve("--interval", "100", env=env)
+    procs.append(p2)
+    assert one(parse(p2.scrape()), "joules_up") == 1
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (scripts/install-deps test)")
 def test_real_output_passes_promtool(procs):
     p = serve("--backend", "sim", "--sim-gpus", "8", "--label", "cluster=a")

@@ -173,6 +173,10 @@ TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   EXPECT_TRUE(has(text(nullptr, t0), "joules_up{hostname=\"n\"} 0\n"));
   snap.devices[1].lost = true;
   EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
+  // Not lost, but neither energy nor power answers any more: not every device is readable.
+  snap.devices[1].lost = false;
+  snap.devices[1].silent = true;
+  EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
 }
 
 TEST(FootprintMetrics, ComponentStatesFromWhatWasAskedAndFound) {
