@@ -58,8 +58,15 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
 
 }  // namespace
 
+std::vector<std::string> doctor_checks() {
+  const auto& known = doctor::known_checks();
+  return {known.begin(), known.end()};
+}
+
 int check(const doctor_settings& s) {
   doctor::report r;
+  r.policy.fail_on = s.fail_on;
+  r.policy.ignore = s.ignore;
   r.hostname = host_name();
   r.time = iso8601_utc(std::chrono::system_clock::now());
   std::unique_ptr<sampler> readings;
