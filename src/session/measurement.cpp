@@ -138,7 +138,8 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
                  settings.backend.components, hw.components(),
                  static_cast<std::size_t>(std::count_if(
                      ctx_.devices.begin(), ctx_.devices.end(),
-                     [](const device_info& d) { return d.kind == device_kind::gpu; })))}),
+                     [](const device_info& d) { return d.kind == device_kind::gpu; })),
+                 exporter::gpus_simulated(ctx_.devices))}),
         ctx_);
   }
 

@@ -97,10 +97,10 @@ int serve(const serve_settings& s) {
   server.max_connections = s.max_connections;
   exporter::prometheus_endpoint endpoint(
       server,
-      exporter::node_source(
-          {&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
-           inference ? &inference->board() : nullptr,
-           exporter::component_states(s.backend.components, hw.components(), gpus)}),
+      exporter::node_source({&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
+                             inference ? &inference->board() : nullptr,
+                             exporter::component_states(s.backend.components, hw.components(), gpus,
+                                                        exporter::gpus_simulated(devices))}),
       base);
   const int signals = stop_signal_fd();
 

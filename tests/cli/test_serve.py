@@ -309,6 +309,40 @@ def test_gpus_unreadable_from_the_start_are_served_as_lost(procs):
     assert one(parse(p2.scrape()), "joules_up") == 1
 
 
+def test_simulated_energy_is_never_labelled_measured(procs, tmp_path):
+    # On the sim backend, everything that says where energy came from says simulated: serve's
+    # /metrics, run's records and summary line, and monitor.
+    no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
+    p = serve("--backend", "sim", "--sim-gpus", "2", env=no_rapl)
+    procs.append(p)
+    m = parse(p.scrape())
+    assert one(m, "joules_component_status", component="gpu", status="simulated") == 1
+    assert one(m, "joules_component_status", component="gpu", status="measured") == 0
+    claims = [(n, dict(ls)) for (n, ls), v in m.items()
+              if v == 1 and "measured" in dict(ls).values()]
+    assert claims == [], claims
+    out = tmp_path / "run.jsonl"
+    r = joules("run", "--backend", "sim", "--sim-gpus", "2", "--output", out, "--", "sleep",
+               "0.3", env=no_rapl)
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(l) for l in out.read_text().splitlines()]
+    start = next(x for x in records if x["type"] == "session_start")
+    assert [d["method"] for d in start["devices"]] == ["simulated", "simulated"]
+    assert not any(c["measured"] for c in start["components"]), start["components"]
+    end = next(x for x in records if x["type"] == "session_end")
+    assert end["method"] == "simulated"
+    samples = [x for x in records if x["type"] == "sample"]
+    assert samples and all(d.get("method", "simulated") == "simulated"
+                           for x in samples for d in x.get("devices", [])), samples[0]
+    summary = r.stderr.splitlines()[-1]
+    assert "simulated" in summary and "measured" not in summary.replace("not measured", ""), summary
+    r = joules("monitor", "--backend", "sim", "--sim-gpus", "2", "--once", "--json", env=no_rapl)
+    sample = json.loads(r.stdout)
+    assert [d["method"] for d in sample["devices"]] == ["simulated", "simulated"], sample
+    r = joules("monitor", "--backend", "sim", "--sim-gpus", "2", "--once", "--plain", env=no_rapl)
+    assert r.returncode == 0 and "measured" not in r.stdout, r.stdout
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (scripts/install-deps test)")
 def test_real_output_passes_promtool(procs):
     p = serve("--backend", "sim", "--sim-gpus", "8", "--label", "cluster=a")
