@@ -343,6 +343,38 @@ def test_simulated_energy_is_never_labelled_measured(procs, tmp_path):
     assert r.returncode == 0 and "measured" not in r.stdout, r.stdout
 
 
+def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
+    # serve --output writes monitor's JSON samples every interval, rotated as monitor's are:
+    # each file is whole lines that parse on their own, oldest to newest FILE.2, FILE.1, FILE.
+    out = tmp_path / "node.jsonl"
+    no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
+    p = serve("--backend", "sim", "--sim-gpus", "2", "--interval", "50", "--output", out,
+              "--output-max-size", "7000", "--output-keep", "2", env=no_rapl)
+    procs.append(p)
+    p.scrape()
+    time.sleep(2.0)
+    rc, stdout, err = p.stop(signal.SIGTERM)
+    assert rc == 0 and stdout == "", err
+    files = sorted(x.name for x in tmp_path.iterdir() if x.name.startswith("node.jsonl"))
+    assert files == ["node.jsonl", "node.jsonl.1", "node.jsonl.2"], files
+    times = []
+    for name in ("node.jsonl.2", "node.jsonl.1", "node.jsonl"):
+        text = (tmp_path / name).read_text()
+        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        records = [json.loads(line) for line in text.splitlines()]
+        assert records and all(r["type"] == "monitor_sample" for r in records), name
+        assert all([d["method"] for d in r["devices"]] == ["simulated", "simulated"]
+                   for r in records)
+        times += [r["monotonic_s"] for r in records]
+    assert len((tmp_path / "node.jsonl.2").read_text().splitlines()) == 2  # a full file
+    assert times == sorted(times) and len(set(times)) == len(times)  # oldest first, none twice
+
+
+def test_output_rotation_options_need_output():
+    r = joules("serve", "--listen", "127.0.0.1:0", "--backend", "sim", "--output-keep", "3")
+    assert r.returncode == 2 and "--output" in r.stderr, r.stderr
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (scripts/install-deps test)")
 def test_real_output_passes_promtool(procs):
     p = serve("--backend", "sim", "--sim-gpus", "8", "--label", "cluster=a")
