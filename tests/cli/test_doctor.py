@@ -198,6 +198,9 @@ def test_a_gpu_that_fell_off_the_bus_is_unhealthy():
     # Listed, as lost: the driver lists it, though it fell off the bus before doctor started.
     assert [(g["index"], g["lost"]) for g in rep["gpus"]] == [(0, False), (1, True)]
     assert "gpu_skipped" not in codes(rep)
+    # CUDA does not count it, and it has no name to be ordered by: not in the mapping.
+    assert [d["nvml_index"] for d in rep["cuda"]["devices"]] == [0]
+    assert "cuda_order_uncertain" not in codes(rep)
 
 
 def test_a_gpu_whose_every_reading_fails_from_the_start_is_lost():
