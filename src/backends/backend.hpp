@@ -96,6 +96,10 @@ struct device_info {
   // The device must be read at least this often (a wrapping counter must not wrap twice
   // between two reads); the sampler shortens its interval to it.
   std::optional<seconds> max_read_interval;
+  // Why the device could not be read when the backend opened it, though the driver lists it
+  // (it fell off the bus before joules started, or every reading of energy and power failed);
+  // empty when it could.  Such a device is listed, and shown as lost from the first moment.
+  std::string unreadable;
 
   // The method this device's energy will be measured with when nothing fails.
   energy_method method() const {

@@ -17,6 +17,7 @@
 #include "options/parse.hpp"
 #include "options/suggest.hpp"
 #include "proc/child.hpp"
+#include "session/doctor.hpp"
 #include "session/limit_recovery.hpp"
 #include "term/messages.hpp"
 #include "term/terminal.hpp"
@@ -123,18 +124,20 @@ int main(int argc, char** argv) {
   const auto previous = std::signal(SIGPIPE, SIG_IGN);
   child_process::reset_sigpipe_in_child(previous != SIG_IGN);
   std::vector<std::string> args(argv + 1, argv + argc);
+  // doctor's 0, 1 and 2 say how healthy the node is: its own errors get a status of their own.
+  const bool doctor = !args.empty() && args[0] == "doctor";
   // One error exit: one line on stderr (outside strings in it escaped), a small status.
   try {
     return dispatch(args);
   } catch (const usage_error& e) {
     term::print_error(e.what());
-    return kExitUsage;
+    return doctor ? session::kDoctorError : kExitUsage;
   } catch (const fatal_error& e) {
     term::print_error(e.what());
-    return e.exit_status();
+    return doctor ? session::kDoctorError : e.exit_status();
   } catch (const std::exception& e) {
     term::print_error(e.what());
-    return kExitCannotMeasure;
+    return doctor ? session::kDoctorError : kExitCannotMeasure;
   }
 }
 

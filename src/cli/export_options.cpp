@@ -72,3 +72,27 @@ void declare_exports(options::option_table& t, session::export_settings& e) {
 }
 
 }  // namespace joules::cli
+
+namespace joules::cli {
+
+CLI::Option* declare_rotated_output(options::option_table& t, std::string_view output_help,
+                                    std::optional<std::string>& path, std::uint64_t& max_bytes,
+                                    unsigned& keep) {
+  t.group("Output file");
+  CLI::Option* output =
+      t.text("output", 'o', "FILE", output_help, "", [&path](const std::string& v) { path = v; });
+  t.needs(t.count("output-max-size", "BYTES",
+                  "Rotate --output before a record would take it past BYTES: FILE becomes "
+                  "FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE is started. 0: never.",
+                  "0", 0, UINT64_MAX, "bytes", [&max_bytes](std::uint64_t n) { max_bytes = n; }),
+          output);
+  t.needs(
+      t.count("output-keep", "N",
+              "Rotated files kept beside --output (FILE.1 to FILE.N); older ones are "
+              "removed.",
+              "1", 0, 1000, "files", [&keep](std::uint64_t n) { keep = static_cast<unsigned>(n); }),
+      output);
+  return output;
+}
+
+}  // namespace joules::cli

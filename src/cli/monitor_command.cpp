@@ -61,24 +61,10 @@ class monitor_command final : public options::command {
                                 "is not a terminal (like nvidia-smi dmon).",
                                 s_.plain);
     t.excludes(json, plain);
-    t.group("Output file");
-    CLI::Option* output =
-        t.text("output", 'o', "FILE",
-               "Write the JSONL (as --json) to FILE instead of stdout; FILE is truncated first.",
-               "", [this](const std::string& v) { s_.output = v; });
+    CLI::Option* output = declare_rotated_output(
+        t, "Write the JSONL (as --json) to FILE instead of stdout; FILE is truncated first.",
+        s_.output, s_.output_max_bytes, s_.output_keep);
     t.excludes(output, plain);
-    t.needs(
-        t.count("output-max-size", "BYTES",
-                "Rotate --output before a record would take it past BYTES: FILE becomes "
-                "FILE.1 (FILE.1 becomes FILE.2, ...) and a new FILE is started. 0: never.",
-                "0", 0, UINT64_MAX, "bytes", [this](std::uint64_t n) { s_.output_max_bytes = n; }),
-        output);
-    t.needs(t.count("output-keep", "N",
-                    "Rotated files kept beside --output (FILE.1 to FILE.N); older ones are "
-                    "removed.",
-                    "1", 0, 1000, "files",
-                    [this](std::uint64_t n) { s_.output_keep = static_cast<unsigned>(n); }),
-            output);
     declare_gpus(t, s_.gpus);
     declare_backend(t, s_.backend);
     declare_sim(t, s_.backend);

@@ -28,7 +28,8 @@ constexpr options::command_text kServeText{
     "joules serve --listen 0.0.0.0:9400 --dcgm-compat   # in place of dcgm-exporter\n"
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
-    "joules serve --tokens-from http://127.0.0.1:8000/metrics"};
+    "joules serve --tokens-from http://127.0.0.1:8000/metrics\n"
+    "joules serve --output gpus.jsonl --output-max-size 100000000 --output-keep 5"};
 
 class serve_command final : public options::command {
  public:
@@ -82,6 +83,11 @@ void serve_command::declare(options::option_table& t) {
           "the new one gets 503.",
           "64", 1, 4096, "a number of connections",
           [this](std::uint64_t n) { s_.max_connections = static_cast<std::size_t>(n); });
+  declare_rotated_output(t,
+                         "Also write what is served as JSONL to FILE, one monitor_sample object "
+                         "per --interval (as joules monitor --json writes them); FILE is "
+                         "truncated first.",
+                         s_.output, s_.output_max_bytes, s_.output_keep);
   declare_backend(t, s_.backend);
   declare_sim(t, s_.backend);
   declare_components(t, s_.backend.components,

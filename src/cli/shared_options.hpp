@@ -7,6 +7,9 @@
 // metrics).  docs/carbon.md, docs/metrics.md, docs/jsonl-schema.md.
 
 #include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
 #include <string_view>
 
 #include "backends/composite/open_backend.hpp"
@@ -36,6 +39,13 @@ carbon::factors resolve_carbon(carbon::settings s);
 
 // --prometheus, --otlp and the OTLP options (header, interval, TLS files).
 void declare_exports(options::option_table& t, session::export_settings& e);
+
+// --output FILE with --output-max-size and --output-keep: a JSONL file rotated past a size
+// (record/jsonl_sink.hpp), as monitor and serve write theirs.  `output_help` says what goes to
+// FILE.  Returns --output's option.
+CLI::Option* declare_rotated_output(options::option_table& t, std::string_view output_help,
+                                    std::optional<std::string>& path, std::uint64_t& max_bytes,
+                                    unsigned& keep);
 
 // --tokens-from, --tokens-metric, --tokens-interval (docs/inference.md).
 void declare_tokens(options::option_table& t, session::inference_settings& s,

@@ -321,6 +321,13 @@ std::string render_text(const report& r, bool color, std::size_t width) {
     if (!f.fix.empty())
       fmt::format_to(std::back_inserter(out), "            fix: {}\n", shown(f.fix));
   }
+  if (!r.ignored.empty()) {
+    fmt::format_to(std::back_inserter(out), "\n{}\n", paint(color, "Ignored (--ignore)", "1"));
+    for (const auto& f : r.ignored) {
+      fmt::format_to(std::back_inserter(out), "  {:<8}  {}\n", health::to_string(f.level),
+                     wrap_words(shown(f.message), 12, 12, width));
+    }
+  }
   fmt::format_to(std::back_inserter(out), "\nStatus: {} (exit {})\n",
                  health::status_name(r.exit_status), r.exit_status);
   return out;
@@ -456,17 +463,31 @@ std::string render_json(const report& r) {
     w.field("journal", c.journal).end_object();
   }
   w.end_array();
-  w.key("findings").begin_array();
-  for (const auto& f : r.findings) {
-    w.begin_object()
-        .field("severity", health::to_string(f.level))
-        .field("code", f.code)
-        .field("gpu", f.gpu)
-        .field("message", f.message)
-        .field("fix", f.fix)
-        .end_object();
-  }
+  auto findings = [&w](const char* key, const std::vector<health::finding>& list) {
+    w.key(key).begin_array();
+    for (const auto& f : list) {
+      w.begin_object()
+          .field("severity", health::to_string(f.level))
+          .field("code", f.code)
+          .field("gpu", f.gpu)
+          .field("message", f.message)
+          .field("fix", f.fix)
+          .end_object();
+    }
+    w.end_array();
+  };
+  findings("findings", r.findings);
+  findings("ignored", r.ignored);
+  w.key("checks").begin_object();
+  w.key("fail_on").begin_array();
+  for (const auto& c : r.policy.fail_on)
+    w.value(c);
+  w.end_array();
+  w.key("ignore").begin_array();
+  for (const auto& c : r.policy.ignore)
+    w.value(c);
   w.end_array().end_object();
+  w.end_object();
   return w.take() + "\n";
 }
 

@@ -56,7 +56,70 @@ bool gpm_expected(const std::string& architecture) {
   return architecture == "hopper" || architecture == "blackwell" || architecture == "rubin";
 }
 
+// The codes of docs/monitor-doctor.md's table of findings, in its order.
+const std::vector<std::string_view> kChecks = {"backend_unavailable",
+                                               "gpu_lost",
+                                               "ecc_uncorrectable",
+                                               "retirement_pending",
+                                               "remap_pending",
+                                               "remap_failure",
+                                               "hw_slowdown",
+                                               "hw_thermal_slowdown",
+                                               "hw_power_brake",
+                                               "ecc_uncorrectable_lifetime",
+                                               "sw_thermal_slowdown",
+                                               "temperature_high",
+                                               "pcie_width_degraded",
+                                               "pcie_generation_degraded",
+                                               "power_limit_below_default",
+                                               "power_limit_left_changed",
+                                               "persistence_off",
+                                               "read_failed",
+                                               "slow_driver",
+                                               "not_checked",
+                                               "gpu_skipped",
+                                               "cuda_order_uncertain",
+                                               "cuda_visible_indices",
+                                               "cuda_visible_entry",
+                                               "no_energy_counter",
+                                               "not_measurable",
+                                               "cpu_not_measured",
+                                               "dram_not_measured",
+                                               "gpm_unavailable",
+                                               "power_limit_no_permission",
+                                               "ecc_corrected",
+                                               "retired_pages",
+                                               "remapped_rows",
+                                               "pcie_replays",
+                                               "pcie_generation_idle",
+                                               "ecc_disabled",
+                                               "power_limit_tuning",
+                                               "simulated"};
+
+const std::vector<std::string_view> kCapabilityGaps = {
+    "no_energy_counter", "not_measurable",  "cpu_not_measured",
+    "dram_not_measured", "gpm_unavailable", "power_limit_no_permission"};
+
+bool named(const std::vector<std::string>& codes, std::string_view code) {
+  return std::find(codes.begin(), codes.end(), code) != codes.end();
+}
+
 }  // namespace
+
+const std::vector<std::string_view>& known_checks() {
+  return kChecks;
+}
+
+bool is_capability_gap(std::string_view code) {
+  return std::find(kCapabilityGaps.begin(), kCapabilityGaps.end(), code) != kCapabilityGaps.end();
+}
+
+std::optional<std::string> unknown_check(const std::vector<std::string>& codes) {
+  for (const auto& c : codes) {
+    if (std::find(kChecks.begin(), kChecks.end(), c) == kChecks.end()) return c;
+  }
+  return std::nullopt;
+}
 
 std::vector<finding> measurement_findings(const gpu_report& g) {
   std::vector<finding> out;
@@ -181,10 +244,19 @@ void conclude(report& r) {
                           c.kind == device_kind::dram ? "dram_not_measured" : "cpu_not_measured",
                           fmt::format("{} energy is not measured: {}", what, c.detail), c.fix));
   }
-  std::stable_sort(all.begin(), all.end(),
+  // Capability gaps are information unless --fail-on names them; what it names is critical;
+  // what --ignore names is set aside.
+  std::vector<finding> kept;
+  r.ignored.clear();
+  for (auto& f : all) {
+    if (is_capability_gap(f.code)) f.level = severity::info;
+    if (named(r.policy.fail_on, f.code)) f.level = severity::critical;
+    (named(r.policy.ignore, f.code) ? r.ignored : kept).push_back(std::move(f));
+  }
+  std::stable_sort(kept.begin(), kept.end(),
                    [](const finding& a, const finding& b) { return a.level > b.level; });
-  r.exit_status = health::exit_status(all);
-  r.findings = std::move(all);
+  r.exit_status = health::exit_status(kept);
+  r.findings = std::move(kept);
 }
 
 }  // namespace joules::doctor

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "backends/backend.hpp"
@@ -48,6 +49,21 @@ struct changed_limit {
   std::string journal;  // the journal's path
 };
 
+// What the caller asks of the findings (`--fail-on`, `--ignore`): codes of checks whose findings
+// count as critical, and codes whose findings are set aside (listed, never counted).
+struct check_policy {
+  std::vector<std::string> fail_on;
+  std::vector<std::string> ignore;
+};
+
+// Every check's code, in the order docs/monitor-doctor.md lists them.
+const std::vector<std::string_view>& known_checks();
+// Checks that say what joules cannot measure here (not that something is wrong): information,
+// unless `--fail-on` names them.
+bool is_capability_gap(std::string_view code);
+// The first code of `codes` that no check has, or nullopt.
+std::optional<std::string> unknown_check(const std::vector<std::string>& codes);
+
 struct report {
   std::string hostname;
   std::string time;  // ISO-8601 UTC
@@ -64,7 +80,9 @@ struct report {
   // same for every GPU, learnt without changing anything.
   std::string power_limit_permission;
   std::vector<changed_limit> changed_limits;
+  check_policy policy;
   std::vector<health::finding> findings;  // set by conclude()
+  std::vector<health::finding> ignored;   // findings of the checks policy.ignore names
   int exit_status = health::kHealthy;     // set by conclude()
 };
 

@@ -211,9 +211,12 @@ std::vector<finding> health_findings(const device_info& d, const health_reading&
   std::vector<finding> out;
   builder b{d, out};
   if (lost) {
-    b.add(severity::critical, "gpu_lost",
-          "the GPU stopped answering (NVML_ERROR_GPU_IS_LOST): it fell off the bus",
-          "drain the node; check the kernel log (dmesg) for Xid errors and reboot", "LOST");
+    b.add(
+        severity::critical, "gpu_lost",
+        d.unreadable.empty()
+            ? std::string("the GPU stopped answering (NVML_ERROR_GPU_IS_LOST): it fell off the bus")
+            : "the driver lists the GPU, but it could not be read at start: " + d.unreadable,
+        "drain the node; check the kernel log (dmesg) for Xid errors and reboot", "LOST");
     return out;
   }
   memory_errors(b, h);

@@ -275,7 +275,9 @@ std::string session_start_record(const run_context& ctx) {
   w.key("components").begin_array();
   for (const auto& c : ctx.components) {
     w.begin_object().field("kind", to_string(c.kind));
-    w.field("measured", c.method != energy_method::none).field("method", to_string(c.method));
+    // A model's numbers (simulated) are not measured; `method` says which model.
+    w.field("measured", c.method != energy_method::none && c.method != energy_method::simulated)
+        .field("method", to_string(c.method));
     w.field("detail", c.detail);
     w.field("fix", c.fix.empty() ? std::optional<std::string>() : std::optional(c.fix));
     w.end_object();

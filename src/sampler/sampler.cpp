@@ -524,6 +524,7 @@ void sampler::publish(mono_time taken) {
       const device_timeline& tl = accounting_->timeline(k);
       auto& d = snap->devices[k];
       d.lost = tl.lost();
+      d.silent = tl.silent_at().has_value();
       d.power_w = last_power_w_[k];
       d.counter_mj = last_counter_mj_[k];
       d.counter_uj = last_counter_uj_[k];
@@ -548,6 +549,10 @@ std::optional<std::vector<double>> sampler::energy_at(mono_time t) const {
   if (ts < newest - std::chrono::duration<double>(kEnergyHistory).count()) return std::nullopt;
   for (std::size_t k = 0; k < accounting_->device_count(); ++k) {
     const device_timeline& tl = accounting_->timeline(k);
+    if (!tl.has_readings() && tl.lost()) {
+      out.push_back(0.0);  // lost before its first reading: no energy of it is known
+      continue;
+    }
     if (!tl.has_readings()) return std::nullopt;
     const bool frozen = tl.lost() || tl.silent_at().has_value();
     if (!frozen && ts > tl.last_good_t()) return std::nullopt;

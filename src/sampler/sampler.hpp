@@ -68,6 +68,9 @@ struct sampler_snapshot {
     std::optional<std::uint64_t> counter_mj;  // the raw counter (mJ since the driver loaded)
     std::optional<std::uint64_t> counter_uj;  // the raw µJ counter of RAPL domains (it wraps)
     bool lost = false;
+    // Neither its energy nor its power can be read any more (both answer NOT_SUPPORTED): its
+    // energy stays what was known at its last useful reading.
+    bool silent = false;
     std::optional<health_reading> health;  // the latest, when health readings are on
   };
   std::vector<device> devices;

@@ -47,7 +47,13 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
   for (auto& g : r.gpus) {
     if (g.caps.power_limit_control == true) g.caps.power_limit_permission = permission.allowed();
   }
-  r.cuda = doctor::map_cuda(choice.gpus, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
+  // A GPU that could not be read at start has no name or UUID to be ordered by, and CUDA does
+  // not count it: it is left out of the mapping.
+  std::vector<device_info> readable;
+  for (const auto& d : choice.gpus) {
+    if (d.unreadable.empty()) readable.push_back(d);
+  }
+  r.cuda = doctor::map_cuda(readable, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
                             mig_parents_of(readings));
   for (auto& g : r.gpus) {
     for (const auto& e : r.cuda.devices) {
@@ -58,8 +64,15 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
 
 }  // namespace
 
+std::vector<std::string> doctor_checks() {
+  const auto& known = doctor::known_checks();
+  return {known.begin(), known.end()};
+}
+
 int check(const doctor_settings& s) {
   doctor::report r;
+  r.policy.fail_on = s.fail_on;
+  r.policy.ignore = s.ignore;
   r.hostname = host_name();
   r.time = iso8601_utc(std::chrono::system_clock::now());
   std::unique_ptr<sampler> readings;

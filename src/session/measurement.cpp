@@ -66,6 +66,11 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   // The chosen GPUs that can be measured, then every CPU and DRAM domain.
   for (std::size_t i : choice.devices) {
     const device_info& d = hw.devices()[i];
+    if (d.kind == device_kind::gpu && !d.unreadable.empty()) {
+      term::print_note(
+          fmt::format("{} is lost: {}; it is not measured", gpu_name(d), d.unreadable));
+      continue;
+    }
     if (d.kind == device_kind::gpu && d.method() == energy_method::none) {
       term::print_note(
           fmt::format("{} ({}) has neither an energy counter nor a power reading; it is not "
@@ -130,7 +135,8 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
                  settings.backend.components, hw.components(),
                  static_cast<std::size_t>(std::count_if(
                      ctx_.devices.begin(), ctx_.devices.end(),
-                     [](const device_info& d) { return d.kind == device_kind::gpu; })))}),
+                     [](const device_info& d) { return d.kind == device_kind::gpu; })),
+                 exporter::gpus_simulated(ctx_.devices))}),
         ctx_);
   }
 

@@ -15,8 +15,12 @@
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/metric_source.hpp"
 #include "export/prometheus/prometheus_endpoint.hpp"
+#include "monitor/live.hpp"
+#include "monitor/view.hpp"
+#include "record/jsonl_sink.hpp"
 #include "sampler/sampler.hpp"
 #include "term/messages.hpp"
+#include "util/clock.hpp"
 #include "util/error.hpp"
 
 namespace joules::session {
@@ -59,7 +63,9 @@ int serve(const serve_settings& s) {
   std::vector<device_info> devices;
   for (std::size_t i = 0; i < hw.devices().size(); ++i) {
     const device_info& d = hw.devices()[i];
-    if (d.method() == energy_method::none) {
+    // A GPU that could not be read at open is served as lost (joules_gpu_lost 1), as one that
+    // is lost later.
+    if (d.method() == energy_method::none && d.unreadable.empty()) {
       term::print_note(
           fmt::format("{} {} has neither an energy counter nor a power reading; it is not served",
                       d.key(), d.name));
@@ -95,15 +101,24 @@ int serve(const serve_settings& s) {
   server.max_connections = s.max_connections;
   exporter::prometheus_endpoint endpoint(
       server,
-      exporter::node_source(
-          {&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
-           inference ? &inference->board() : nullptr,
-           exporter::component_states(s.backend.components, hw.components(), gpus)}),
+      exporter::node_source({&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
+                             inference ? &inference->board() : nullptr,
+                             exporter::component_states(s.backend.components, hw.components(), gpus,
+                                                        exporter::gpus_simulated(devices))}),
       base);
+  // The port is bound: only now is --output truncated.
+  std::optional<jsonl_sink> sink;
+  if (s.output) {
+    sink.emplace(jsonl_sink::open_file(*s.output, jsonl_sink::mode::truncate,
+                                       {s.output_max_bytes, s.output_keep}));
+  }
   const int signals = stop_signal_fd();
 
   readings.on_window([](const window_result&) {});  // windows only bound memory here
   readings.start(served);
+  // --output: monitor's JSON samples of what is served, one per interval.
+  std::optional<monitor::live_model> samples;
+  if (sink) samples.emplace(readings, served, s.interval, /*keys=*/false, s.hostname);
   readings.boundary(steady::now());
   if (inference) inference->start(steady::now());
   endpoint.start();
@@ -112,15 +127,27 @@ int serve(const serve_settings& s) {
   std::fflush(stderr);
 
   mono_time next_boundary = steady::now() + kWindow;
+  // Samples on a fixed grid (next += interval), a little after the sampler's tick of the slot.
+  mono_time next_sample = steady::now() + s.interval + s.interval / 4;
   while (true) {
-    const auto wait =
-        std::chrono::duration_cast<std::chrono::milliseconds>(next_boundary - steady::now());
+    const mono_time wake = samples ? std::min(next_boundary, next_sample) : next_boundary;
+    const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - steady::now());
     pollfd p{signals, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, wait.count())));
     if (n > 0) break;
     if (n < 0 && errno != EINTR) break;
-    if (steady::now() >= next_boundary) {
-      readings.boundary(steady::now());
+    const mono_time now = steady::now();
+    if (samples && now >= next_sample) {
+      std::string line =
+          monitor::json_sample(samples->update(), iso8601_utc(std::chrono::system_clock::now()));
+      while (!line.empty() && line.back() == '\n')
+        line.pop_back();
+      sink->write(line);
+      while (next_sample <= now)
+        next_sample += s.interval;  // a sample that overran skips the slots it missed
+    }
+    if (now >= next_boundary) {
+      readings.boundary(now);
       next_boundary += kWindow;
     }
   }

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +34,11 @@ struct serve_settings {
   std::size_t max_connections = 64;
   carbon::factors carbon;
   inference_settings inference;  // --tokens-from: joules per token of inference servers
+  // --output: monitor_sample JSONL (as monitor --json) every interval, rotated past
+  // `output_max_bytes` (0: never) keeping `output_keep` older files (record/jsonl_sink.hpp).
+  std::optional<std::string> output;
+  std::uint64_t output_max_bytes = 0;
+  unsigned output_keep = 1;
 };
 
 // Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound

@@ -9,7 +9,7 @@ import pathlib
 
 SCHEMA_DIR = pathlib.Path(__file__).resolve().parents[2] / "docs" / "schema"
 TYPES = ("session_start", "session_end", "step", "phase", "prediction", "straggler", "sample", "tune",
-         "inference")
+         "inference", "doctor")
 
 _validators = {}
 

@@ -488,6 +488,29 @@ def test_a_lost_gpu_is_reported_in_every_mode(pane_factory):
     assert text, p.screen()
 
 
+def test_gpus_unreadable_from_the_start_are_lost_from_the_first_sample():
+    # GPU 1 fell off the bus before monitor started (its handle is refused); GPU 2's handle
+    # works but every reading of energy and power fails.  Both are shown, lost, from the first
+    # sample on, as a GPU lost later is.
+    scn = scenario(extra_gpus=1)
+    scn["devices"][1]["faults"] = [{"at_s": 0, "kind": "lost"}]
+    scn["devices"][2]["faults"] = [{"at_s": 0, "kind": "error", "code": "UNKNOWN"}]
+    rc, out, err = stream(["--json", "--interval", "200"], scn, 1.5)
+    samples = [json.loads(l) for l in out.splitlines()]
+    for s in (samples[0], samples[-1]):
+        assert [d["index"] for d in s["devices"]] == [0, 1, 2], s["devices"]
+        assert s["node"]["lost_gpus"] == [1, 2], s["node"]
+        for d in s["devices"][1:]:
+            assert d["lost"] is True and d["power_w"] is None and d["energy_j"] is None, d
+            assert [f["code"] for f in d["findings"]] == ["gpu_lost"], d
+        assert s["node"]["power_w"] == 350
+    rc, out, err = stream(["--interval", "200"], scn, 1.5)
+    rows = [l.split() for l in out.splitlines() if not l.startswith("#")]
+    first = rows[:3]
+    assert [r[2] for r in first] == ["0", "1", "2"], first
+    assert [r[-1] for r in first[1:]] == ["gpu_lost", "gpu_lost"], first
+
+
 def test_cpu_and_dram_power_from_their_counters(tmp):
     """RAPL counters give energy only: monitor shows their power from the differences, and the
     node's power includes it as its energy does."""

@@ -282,6 +282,99 @@ def test_a_lost_gpu_is_reported_and_joules_up_drops(procs):
     assert one(m, "joules_up") == 0
 
 
+def test_gpus_unreadable_from_the_start_are_served_as_lost(procs):
+    # GPU 1 fell off the bus before serve started (its handle is refused); GPU 2's handle works
+    # but every reading of energy and power fails.  Both are listed from the first scrape, as a
+    # GPU lost later is: joules_gpu_lost 1, no readings, joules_up 0.
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 300},
+                                 faults=[{"at_s": 0, "kind": "lost"}]),
+                            h100({"type": "constant", "watts": 300},
+                                 faults=[{"at_s": 0, "kind": "error", "code": "UNKNOWN"}])]}
+    env, _ = fake_gpus(scenario)
+    p = serve("--interval", "100", env=env)
+    procs.append(p)
+    assert "serving 3 GPU(s)" in p.stderr_lines[-1], p.stderr_lines
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_lost", gpu="0") == 0
+    for gpu in ("1", "2"):
+        assert one(m, "joules_gpu_lost", gpu=gpu) == 1
+        assert series(m, "joules_gpu_power_watts", gpu=gpu) == []
+        assert series(m, "joules_gpu_energy_joules_total", gpu=gpu) == []
+    assert one(m, "joules_up") == 0
+    # Every GPU readable: up.
+    env, _ = fake_gpus({"devices": [h100({"type": "constant", "watts": 300})]})
+    p2 = serve("--interval", "100", env=env)
+    procs.append(p2)
+    assert one(parse(p2.scrape()), "joules_up") == 1
+
+
+def test_simulated_energy_is_never_labelled_measured(procs, tmp_path):
+    # On the sim backend, everything that says where energy came from says simulated: serve's
+    # /metrics, run's records and summary line, and monitor.
+    no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
+    p = serve("--backend", "sim", "--sim-gpus", "2", env=no_rapl)
+    procs.append(p)
+    m = parse(p.scrape())
+    assert one(m, "joules_component_status", component="gpu", status="simulated") == 1
+    assert one(m, "joules_component_status", component="gpu", status="measured") == 0
+    claims = [(n, dict(ls)) for (n, ls), v in m.items()
+              if v == 1 and "measured" in dict(ls).values()]
+    assert claims == [], claims
+    out = tmp_path / "run.jsonl"
+    r = joules("run", "--backend", "sim", "--sim-gpus", "2", "--output", out, "--", "sleep",
+               "0.3", env=no_rapl)
+    assert r.returncode == 0, r.stderr
+    records = [json.loads(l) for l in out.read_text().splitlines()]
+    start = next(x for x in records if x["type"] == "session_start")
+    assert [d["method"] for d in start["devices"]] == ["simulated", "simulated"]
+    assert not any(c["measured"] for c in start["components"]), start["components"]
+    end = next(x for x in records if x["type"] == "session_end")
+    assert end["method"] == "simulated"
+    samples = [x for x in records if x["type"] == "sample"]
+    assert samples and all(d.get("method", "simulated") == "simulated"
+                           for x in samples for d in x.get("devices", [])), samples[0]
+    summary = r.stderr.splitlines()[-1]
+    assert "simulated" in summary and "measured" not in summary.replace("not measured", ""), summary
+    r = joules("monitor", "--backend", "sim", "--sim-gpus", "2", "--once", "--json", env=no_rapl)
+    sample = json.loads(r.stdout)
+    assert [d["method"] for d in sample["devices"]] == ["simulated", "simulated"], sample
+    r = joules("monitor", "--backend", "sim", "--sim-gpus", "2", "--once", "--plain", env=no_rapl)
+    assert r.returncode == 0 and "measured" not in r.stdout, r.stdout
+
+
+def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
+    # serve --output writes monitor's JSON samples every interval, rotated as monitor's are:
+    # each file is whole lines that parse on their own, oldest to newest FILE.2, FILE.1, FILE.
+    out = tmp_path / "node.jsonl"
+    no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
+    p = serve("--backend", "sim", "--sim-gpus", "2", "--interval", "50", "--output", out,
+              "--output-max-size", "7000", "--output-keep", "2", env=no_rapl)
+    procs.append(p)
+    p.scrape()
+    time.sleep(2.0)
+    rc, stdout, err = p.stop(signal.SIGTERM)
+    assert rc == 0 and stdout == "", err
+    files = sorted(x.name for x in tmp_path.iterdir() if x.name.startswith("node.jsonl"))
+    assert files == ["node.jsonl", "node.jsonl.1", "node.jsonl.2"], files
+    times = []
+    for name in ("node.jsonl.2", "node.jsonl.1", "node.jsonl"):
+        text = (tmp_path / name).read_text()
+        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        records = [json.loads(line) for line in text.splitlines()]
+        assert records and all(r["type"] == "monitor_sample" for r in records), name
+        assert all([d["method"] for d in r["devices"]] == ["simulated", "simulated"]
+                   for r in records)
+        times += [r["monotonic_s"] for r in records]
+    assert len((tmp_path / "node.jsonl.2").read_text().splitlines()) == 2  # a full file
+    assert times == sorted(times) and len(set(times)) == len(times)  # oldest first, none twice
+
+
+def test_output_rotation_options_need_output():
+    r = joules("serve", "--listen", "127.0.0.1:0", "--backend", "sim", "--output-keep", "3")
+    assert r.returncode == 2 and "--output" in r.stderr, r.stderr
+
+
 @pytest.mark.skipif(PROMTOOL is None, reason="promtool not installed (scripts/install-deps test)")
 def test_real_output_passes_promtool(procs):
     p = serve("--backend", "sim", "--sim-gpus", "8", "--label", "cluster=a")

@@ -131,7 +131,18 @@ TEST(DoctorReport, MeasurementFindings) {
   EXPECT_TRUE(has(r, "no_energy_counter"));
   EXPECT_TRUE(has(r, "gpm_unavailable"));
   EXPECT_TRUE(has(r, "power_limit_no_permission"));
-  EXPECT_EQ(r.exit_status, health::kWarnings);
+  // What cannot be measured here is information, unless --fail-on names it.
+  EXPECT_EQ(r.exit_status, health::kHealthy);
+  r.policy.fail_on = {"no_energy_counter"};
+  conclude(r);
+  EXPECT_EQ(r.exit_status, health::kUnhealthy);
+  EXPECT_EQ(r.findings[0].code, "no_energy_counter");
+  r.policy.ignore = {"no_energy_counter"};
+  conclude(r);
+  EXPECT_EQ(r.exit_status, health::kHealthy);
+  EXPECT_FALSE(has(r, "no_energy_counter"));
+  ASSERT_EQ(r.ignored.size(), 1U);
+  EXPECT_EQ(r.ignored[0].code, "no_energy_counter");
 
   r = healthy_report();
   r.gpus[0].info.power = power_source::none;
@@ -179,7 +190,7 @@ TEST(DoctorReport, RaplSectionAndItsFix) {
   conclude(r);
   EXPECT_TRUE(has(r, "cpu_not_measured"));
   EXPECT_FALSE(has(r, "dram_not_measured"));
-  EXPECT_EQ(r.exit_status, health::kWarnings);
+  EXPECT_EQ(r.exit_status, health::kHealthy);  // a capability gap: information, with its fix
   const std::string text = render_text(r, false);
   EXPECT_NE(text.find("CPU and DRAM (RAPL)"), std::string::npos);
   EXPECT_NE(text.find("fix: sudo chmod a+r"), std::string::npos) << text;

@@ -173,6 +173,10 @@ TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   EXPECT_TRUE(has(text(nullptr, t0), "joules_up{hostname=\"n\"} 0\n"));
   snap.devices[1].lost = true;
   EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
+  // Not lost, but neither energy nor power answers any more: not every device is readable.
+  snap.devices[1].lost = false;
+  snap.devices[1].silent = true;
+  EXPECT_TRUE(has(text(&snap, t0), "joules_up{hostname=\"n\"} 0\n"));
 }
 
 TEST(FootprintMetrics, ComponentStatesFromWhatWasAskedAndFound) {
@@ -196,6 +200,15 @@ TEST(FootprintMetrics, ComponentStatesFromWhatWasAskedAndFound) {
   s = component_states(gpu_only, {}, 1);
   EXPECT_EQ(s[1].state, "off");
   EXPECT_EQ(s[2].state, "off");
+  // The sim backend's GPUs are simulated, never measured.
+  s = component_states(gpu_only, {}, 2, /*gpus_simulated=*/true);
+  EXPECT_EQ(s[0].state, "simulated");
+  device_info sim;
+  sim.simulated = true;
+  device_info real;
+  EXPECT_TRUE(gpus_simulated({sim, sim}));
+  EXPECT_FALSE(gpus_simulated({sim, real}));
+  EXPECT_FALSE(gpus_simulated({}));
 }
 
 TEST(FootprintMetrics, KwhCo2eAndCostWithProvenanceOnTheValues) {

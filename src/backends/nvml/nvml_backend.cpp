@@ -145,6 +145,7 @@ class nvml_backend final : public backend {
   }
 
   device_capabilities probe_capabilities(std::size_t i) override {
+    if (states_[i].lost) return {};  // nothing to learn from a lost GPU
     const auto& fn = lib_->fn();
     const nvmlDevice_t h = states_[i].handle;
     device_capabilities c;
@@ -324,11 +325,26 @@ class nvml_backend final : public backend {
         continue;
       }
       if (hrc != kSuccess) {
-        notices_.push_back(fmt::format("GPU {} skipped: {}", i, lib_->error_string(hrc)));
+        // The driver lists it, but it answers nothing (NVML_ERROR_GPU_IS_LOST: it fell off the
+        // bus before joules started): listed as lost, so that every view shows it from the
+        // first moment, as one that is lost later.
+        unreadable(i, fmt::format("its handle could not be had: {}", lib_->error_string(hrc)));
         continue;
       }
       probe(i, h);
     }
+  }
+
+  void unreadable(unsigned int index, std::string why) {
+    device_info info;
+    info.index = index;
+    info.vendor = "nvidia";
+    info.unreadable = std::move(why);
+    device_state st;
+    st.lost = true;
+    infos_.push_back(std::move(info));
+    states_.push_back(st);
+    health_.push_back(std::make_unique<health_reader>(lib_->fn(), nullptr));
   }
 
   void probe(unsigned int index, nvmlDevice_t h) {
@@ -369,6 +385,12 @@ class nvml_backend final : public backend {
     // drivers have them all), then the getters for whatever the fields did not answer (some
     // drivers have one and not the other).
     std::optional<unsigned int> limit_mw[4];  // min, max, default, current
+    // The last error, other than NOT_SUPPORTED, that a reading of energy or power answered.
+    std::optional<nvmlReturn_t> failure;
+    auto failed_with = [&](nvmlReturn_t rc) {
+      if (rc != kSuccess && rc != kErrorNotSupported) failure = rc;
+      return rc == kSuccess;
+    };
     if (fn.nvmlDeviceGetFieldValues != nullptr) {
       std::array<nvmlFieldValue_t, 7> f{};
       f[0].fieldId = kFiDevTotalEnergyConsumption;
@@ -378,7 +400,14 @@ class nvml_backend final : public backend {
       f[4].fieldId = kFiDevPowerMaxLimit;
       f[5].fieldId = kFiDevPowerDefaultLimit;
       f[6].fieldId = kFiDevPowerCurrentLimit;
-      if (fn.nvmlDeviceGetFieldValues(h, static_cast<int>(f.size()), f.data()) == kSuccess) {
+      const nvmlReturn_t frc = fn.nvmlDeviceGetFieldValues(h, static_cast<int>(f.size()), f.data());
+      if (frc != kSuccess) failure = frc;
+      if (frc == kSuccess) {
+        for (std::size_t k = 0; k < 3; ++k) {
+          if (f[k].nvmlReturn != kSuccess && f[k].nvmlReturn != kErrorNotSupported) {
+            failure = f[k].nvmlReturn;
+          }
+        }
         st.field_power = f[2].nvmlReturn == kSuccess;
         if (f[0].nvmlReturn == kSuccess || f[1].nvmlReturn == kSuccess) {
           st.use_fields = true;
@@ -397,11 +426,18 @@ class nvml_backend final : public backend {
     }
     if (!st.counter && fn.nvmlDeviceGetTotalEnergyConsumption != nullptr) {
       unsigned long long mj = 0;
-      st.counter = fn.nvmlDeviceGetTotalEnergyConsumption(h, &mj) == kSuccess;
+      st.counter = failed_with(fn.nvmlDeviceGetTotalEnergyConsumption(h, &mj));
     }
     if (!st.field_power && fn.nvmlDeviceGetPowerUsage != nullptr) {
       unsigned int mw = 0;
-      st.power_usage = fn.nvmlDeviceGetPowerUsage(h, &mw) == kSuccess;
+      st.power_usage = failed_with(fn.nvmlDeviceGetPowerUsage(h, &mw));
+    }
+    if (!st.counter && !st.field_power && !st.power_usage && failure) {
+      // Neither energy nor power could be read, and not because the GPU lacks them: it is
+      // shown as lost, as one that stops answering later is.
+      info.unreadable = fmt::format("every reading of its energy and power failed: {}",
+                                    lib_->error_string(*failure));
+      st.lost = true;
     }
     info.has_energy_counter = st.counter;
     if (st.field_power) {

@@ -10,6 +10,7 @@ namespace {
 
 std::string_view state_of(const component_status& c) {
   if (c.method == energy_method::estimated) return "estimated";
+  if (c.method == energy_method::simulated) return "simulated";
   if (c.method != energy_method::none) return "measured";
   return c.fix.empty() ? "absent" : "unreadable";
 }
@@ -18,9 +19,12 @@ std::string_view state_of(const component_status& c) {
 
 std::vector<component_state> component_states(const component_options& requested,
                                               const std::vector<component_status>& status,
-                                              std::size_t gpus) {
+                                              std::size_t gpus, bool gpus_simulated) {
   std::vector<component_state> out;
-  out.push_back({"gpu", !requested.gpu ? "off" : gpus > 0 ? "measured" : "absent"});
+  out.push_back({"gpu", !requested.gpu   ? "off"
+                        : gpus == 0      ? "absent"
+                        : gpus_simulated ? "simulated"
+                                         : "measured"});
   for (const device_kind kind : {device_kind::cpu, device_kind::dram}) {
     const bool cpu = kind == device_kind::cpu;
     component_state s{cpu ? "cpu" : "dram", "off"};
@@ -33,6 +37,16 @@ std::vector<component_state> component_states(const component_options& requested
     out.push_back(std::move(s));
   }
   return out;
+}
+
+bool gpus_simulated(const std::vector<device_info>& devices) {
+  bool any = false;
+  for (const auto& d : devices) {
+    if (d.kind != device_kind::gpu) continue;
+    if (!d.simulated) return false;
+    any = true;
+  }
+  return any;
 }
 
 footprint_metrics::footprint_metrics(exposition& e, const label_set& base, std::string_view prefix,
@@ -69,8 +83,8 @@ footprint_metrics::footprint_metrics(exposition& e, const label_set& base, std::
       &e.add_family("joules_price_per_kwh", "Price of one kWh in `currency` (--price-per-kwh).",
                     metric_type::gauge);
   status_ = &e.add_family("joules_component_status",
-                          "1 for the state each component is in (measured, estimated, unreadable, "
-                          "absent, off), 0 for the others.",
+                          "1 for the state each component is in (measured, simulated, estimated, "
+                          "unreadable, absent, off), 0 for the others.",
                           metric_type::gauge);
 
   pue_ = base_.with("source", factors_.pue_source);

@@ -30,14 +30,19 @@ struct component_state {
   std::string state;
 };
 
-inline constexpr std::string_view kComponentStates[] = {"measured", "estimated", "unreadable",
-                                                        "absent", "off"};
+inline constexpr std::string_view kComponentStates[] = {"measured",   "simulated", "estimated",
+                                                        "unreadable", "absent",    "off"};
 
 // The states of gpu, cpu and dram: `requested` is what --components asked for, `status` what the
-// backend found (backend::components()), `gpus` how many GPUs are measured.  Pure.
+// backend found (backend::components()), `gpus` how many GPUs are measured, and
+// `gpus_simulated` whether they are the sim backend's (then "simulated", never "measured").
+// Pure.
 std::vector<component_state> component_states(const component_options& requested,
                                               const std::vector<component_status>& status,
-                                              std::size_t gpus);
+                                              std::size_t gpus, bool gpus_simulated = false);
+
+// Whether every GPU of `devices` is simulated (and there is one).
+bool gpus_simulated(const std::vector<device_info>& devices);
 
 class footprint_metrics {
  public:

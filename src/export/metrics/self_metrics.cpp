@@ -14,8 +14,9 @@ self_metrics::self_metrics(exposition& per_reading, exposition& per_scrape, cons
                                          ? find_part(meta, "nvml")->library_version
                                          : std::string());
   up_ = &per_scrape.add_family("joules_up",
-                               "1 when joules is reading every GPU: its latest readings are fresh "
-                               "and no GPU is lost.",
+                               "1 when joules is reading every device it serves: its latest "
+                               "readings are fresh, and no device is lost (at start or since) or "
+                               "has stopped answering energy and power.",
                                metric_type::gauge);
   build_info_ = &per_reading.add_family(
       "joules_build_info", "joules' version, backend, driver and NVML version, as labels.",
@@ -49,7 +50,7 @@ void self_metrics::fill_live(const sampler_snapshot* snap, mono_time now,
     const double age = std::max(0.0, seconds_between(snap->taken, now));
     up = age <= stale_after_s_ &&
          std::none_of(snap->devices.begin(), snap->devices.end(),
-                      [](const sampler_snapshot::device& d) { return d.lost; });
+                      [](const sampler_snapshot::device& d) { return d.lost || d.silent; });
     age_->add(base_, age);
   }
   up_->add(base_, up ? 1.0 : 0.0);
