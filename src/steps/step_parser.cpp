@@ -257,10 +257,24 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
         global = global || r == field_role::global;
         local = local || r == field_role::step;
       }
-      const bool beside = epoch || (global && local);
+      // So is a line after an epoch announced on a line of its own ("Epoch 2/3" before "Step
+      // 100/500 - loss: 2.01"): its counter may count that epoch's batches.
+      const bool beside = epoch || (global && local) || s.learner.epoch_announced();
       if (!beside && match_generic(body, m, &s.names)) {
         found = true;
         templ = s.fields.template_hash;
+        // The learnt counters follow the same template and make its count global: a counter that
+        // goes back to where it began is a new epoch and the count goes on, one that goes back
+        // elsewhere a new run.
+        match learnt;
+        if (m.kind == line_kind::step &&
+            s.learner.observe(body, s.fields, s.formats.lines, learnt, nullptr) &&
+            learnt.kind == line_kind::step) {
+          m.step = learnt.step;
+          m.epoch_rollover = learnt.epoch_rollover;
+          m.epoch = learnt.epoch;
+          m.epochs = learnt.epochs;
+        }
         if (m.kind == line_kind::step && !s.learner.follows_run(*templ, m.step, /*named=*/true)) {
           m = match{};
           found = false;
