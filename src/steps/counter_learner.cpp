@@ -107,6 +107,18 @@ metric_style style_of(std::string_view message) {
   return spaced.size() > kv.size() ? metric_style::spaced : metric_style::kv;
 }
 
+// Whether the message names its training loss before any evaluation ("Epoch: 001, Loss: 1.9451,
+// Train: 0.2071, Val: 0.2040"), not a loss of the evaluation it reports ("| epoch 004 | valid on
+// 'valid' subset  1000 / 1311 loss=3.24").
+bool loss_before_eval(std::string_view message) {
+  const std::size_t loss = find_ci(message, "loss");
+  if (loss == std::string_view::npos) return false;
+  for (const std::string_view w : {"val", "test", "eval", "dev"}) {
+    if (find_ci(message, w) < loss) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 counter_learner::choice counter_learner::choose(std::string_view message, const line_fields& f,
@@ -197,7 +209,9 @@ std::optional<counter_learner::epoch_seen> counter_learner::announced(std::strin
 bool counter_learner::epoch_is_step(std::string_view message, const line_fields& f,
                                     const template_state& t, bool eval, bool announcement,
                                     bool row_values) const {
-  if (finer_steps_ > 0 || f.notice || eval) return false;
+  // A line of an epoch's training values may carry its evaluation's too (PyG's "Epoch: 001,
+  // Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100").
+  if (finer_steps_ > 0 || f.notice || (eval && (!loss_before_eval(message)))) return false;
   // "Starting Epoch 17: learning rate per sample = 0.000047" announces an epoch with its
   // settings: no training has been done in it.
   if (starts_epoch(message, f)) return false;

@@ -337,6 +337,10 @@ TEST(StepLearner, EpochsAndRunsOfTrainersNotShownBefore) {
                       "Epoch 16 (global_step 8000) finished, time:1 minute 49 seconds."}),
             (steps_list{{500, 1}, {8000, 7500}}));
   EXPECT_EQ(steps_of({"g_step 2000, step 152, avg_time 0.874, loss:51.5502"})[0].first, 2000);
+  // PyTorch Geometric's examples: an epoch's training loss with its evaluation's accuracies.
+  EXPECT_EQ(steps_of({"Epoch: 001, Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100",
+                      "Epoch: 002, Loss: 1.8451, Train: 0.3071, Val: 0.3040, Test: 0.3100"}),
+            (steps_list{{1, 1}, {2, 1}}));
   // fastai: rows under a header that names the epoch and training values are epochs.
   EXPECT_EQ(steps_of({"epoch     train_loss  valid_loss  accuracy  time    ",
                       "0         1.234       0.987       0.654     00:32     ",
