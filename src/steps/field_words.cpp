@@ -238,7 +238,7 @@ field_role role_of_key(std::string_view raw) {
   if (key.empty() || !is_alpha(key.front())) return field_role::none;
   const std::size_t first_sep = key.find_first_of("_/");
   if (first_sep == std::string_view::npos) {
-    if (eq_ci(key, "globalstep") || (eq_ci(key, "gstep"))) return field_role::global;
+    if (eq_ci(key, "globalstep")) return field_role::global;
     const entry* e = lookup(key);
     if (e == nullptr) return field_role::none;
     if ((e->flags & kStep) != 0) return field_role::step;

@@ -113,6 +113,11 @@ bool may_be_step_related(std::string_view s) {
           while (a < n && is_space(s[a]))
             ++a;
           if (b > 0 && is_digit(s[b - 1]) && a < n && (is_digit(s[a]) || s[a] == 'U')) return true;
+          // tqdm's rate, "1.79it/s" or "1.43s/it": a bar, also one of unknown length ("Epoch
+          // #1: 222it [02:03,  1.79it/s]").
+          if ((i >= 2 && s[i - 2] == 'i' && s[i - 1] == 't' && i + 1 < n && s[i + 1] == 's') ||
+              (i >= 1 && s[i - 1] == 's' && i + 2 < n && s[i + 1] == 'i' && s[i + 2] == 't'))
+            return true;
         } else if (i + 2 < n && s[i + 1] == '\x94' && s[i + 2] == '\x81') {
           return true;  // ━
         }
