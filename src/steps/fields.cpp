@@ -246,6 +246,8 @@ struct scanner {
         --w;
       f.role = is_epoch_word(desc.substr(w)) || unit == bar_unit::epochs ? field_role::epoch
                                                                          : field_role::step;
+    } else if (end < s.size() && is_alpha(s[end])) {
+      // "202mory": digits glued to a word that is no unit are part of a name, not a count.
     } else if (start == 0 || (start <= 4 && bracket && s.front() == '[')) {
       f.place = start == 0 ? field_place::leading : field_place::bracket;
     } else if (bracket) {

@@ -15,11 +15,12 @@ namespace {
 // "Snapshotting to", "Checkpoint at step"); "resum"/"restor" resumes, which the learnt counters
 // must see even without a number; "ep" (epoch, Marian's "Ep."), "upd"/"up." (updates, Marian's
 // "Up. 14000"), "tick" (StyleGAN), "round": the other names the learnt counters know
-// (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates").
-constexpr std::array<std::string_view, 26> kWords = {
-    "step",   "iter",  "infer",  "ep",    "eval", "eta",   "val",   "sav",         "test",
-    "train",  "tttg",  "ttp:",   "batch", "acc",  "num_u", "loss",  "samples/sec", "snap",
-    "checkp", "resum", "restor", "upd",   "up.",  "tick",  "round", "nupd"};
+// (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates"), "minib"
+// (CNTK's "Minibatch[ 501-1000]"), "itn".
+constexpr std::array<std::string_view, 28> kWords = {
+    "step",   "iter", "infer", "ep",   "eval",  "eta",  "val",         "sav",  "test",   "train",
+    "tttg",   "ttp:", "batch", "acc",  "num_u", "loss", "samples/sec", "snap", "checkp", "resum",
+    "restor", "upd",  "up.",   "tick", "round", "nupd", "minib",       "itn"};
 
 enum : std::uint8_t {
   kPlain = 0,
