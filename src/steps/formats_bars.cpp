@@ -131,7 +131,7 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
     ep.eat("Epoch ");
     std::uint64_t first = 0;
     std::optional<std::uint64_t> of;
-    if (ep.fraction(first, of) && of && first <= *of) {
+    if (ep.fraction(first, of) && of && first <= *of && *of < (std::uint64_t{1} << 32)) {
       m.format = "tqdm";
       if (!st.row_epoch_base) st.row_epoch_base = first == 0 ? 0 : 1;
       m.epoch = first >= *st.row_epoch_base ? first - *st.row_epoch_base : 0;
