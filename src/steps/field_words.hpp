@@ -33,6 +33,14 @@ bool unit_word(std::string_view w);
 // epochs ("2/2 [07:43<00:00, 231.64s/epoch]"), or none (not a bar, or one counting data: B,
 // examples, tokens).  `unsized_bar_count`: a described bar over a loop of unknown length,
 // "Epoch #1: 222it [02:03,  1.79it/s, ...]" (the number ending at `end`).
+// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
+bool opens_bracket(std::string_view s, std::size_t start);
+// A row of a table drawn with bars: "|    n_updates        | 99       |".
+bool drawn_row(std::string_view s);
+// "n_updates", "n_steps": a count of updates named in a table of training statistics.
+bool counted_updates(std::string_view key);
+// The word right after a number ("1epoch", "91300 iter") when it names a counter, or empty.
+std::string_view key_after(std::string_view s, std::size_t end);
 enum class bar_unit : std::uint8_t { none, iterations, epochs };
 bar_unit bar_count(std::string_view s, std::size_t start, std::size_t end);
 bar_unit unit_of_bar(std::string_view unit);

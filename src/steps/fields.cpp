@@ -72,42 +72,6 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
   return key;
 }
 
-// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
-bool opens_bracket(std::string_view s, std::size_t start) {
-  std::size_t i = start;
-  while (i > 0 && s[i - 1] == ' ')
-    --i;
-  return i > 0 && s[i - 1] == '[';
-}
-
-// A row of a table drawn with bars: "|    n_updates        | 99       |" (the bar that opens it
-// may have been taken for old fairseq's "| " prefix).
-bool drawn_row(std::string_view s) {
-  std::size_t e = s.size();
-  while (e > 0 && is_space(s[e - 1]))
-    --e;
-  return e > 0 && s[e - 1] == '|';
-}
-
-// "n_updates", "n_steps": a count of updates named in a table of training statistics.
-bool counted_updates(std::string_view key) {
-  if (key.size() < 3 || (key[0] != 'n' && key[0] != 'N') || key[1] != '_') return false;
-  return role_of_key(key.substr(2)) == field_role::step;
-}
-
-// The word right after a number ("1epoch", "1364batch", "91300 iter", "9280 images"): only a
-// word that names a counter counts.
-std::string_view key_after(std::string_view s, std::size_t end) {
-  std::size_t i = end;
-  if (i < s.size() && s[i] == ' ') ++i;
-  std::size_t e = i;
-  while (e < s.size() && is_alpha(s[e]))
-    ++e;
-  const std::string_view w = s.substr(i, e - i);
-  if (names_counter(w)) return w;
-  return {};
-}
-
 struct scanner {
   std::string_view s;
   line_fields& out;
