@@ -407,9 +407,11 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   // says what the run's step is.
   const bool named_global = cf.role == field_role::global && !f.record_row && !cf.not_training;
   if (!named_global &&
-      !follows_run(f.template_hash, g,
-                   (c.score >= 60 && cf.place != field_place::bar && !epoch_counter) ||
-                       (cf.place == field_place::after_epoch && cf.total && f.metric_values))) {
+      !follows_run(
+          f.template_hash, g,
+          (c.score >= 60 && cf.place != field_place::bar && !epoch_counter) ||
+              (cf.total && f.metric_values && cf.value <= *cf.total &&
+               (cf.place == field_place::after_epoch || cf.place == field_place::leading)))) {
     const std::uint64_t last = *last_step_;
     bool fits = false;
     if (t->deferred_since && *t->deferred_since == new_steps_ && prev && cf.value > *prev) {
