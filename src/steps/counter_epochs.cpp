@@ -29,7 +29,16 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
     // "0/299" is the first of 300 epochs, "1/300" the first of 300.
     if (e->total && *e->total > 0) out.epochs = *e->total + (base == 0 ? 1 : 0);
     const bool changed = t.last_epoch && e->value != *t.last_epoch;
-    if (changed && t.last_value && v > *t.last_value && e->value > *t.last_epoch)
+    // An epoch that goes back is a new run: its count starts again.
+    const bool new_run = changed && e->value < *t.last_epoch;
+    if (new_run) {
+      t.epoch_sum = 0;
+      t.counter_is_global = false;
+    }
+    // A bar restarts every epoch, whatever its count was ("Epoch #3: 228it" after "Epoch #2:
+    // 219it", Tianshou).
+    const bool bar = c.place == field_place::bar;
+    if (changed && !bar && t.last_value && v > *t.last_value && e->value > *t.last_epoch)
       t.counter_is_global = true;  // PaddleSeg's "epoch: 2, iter: 520/40000"
     t.last_epoch = e->value;
     if (t.counter_is_global) {
@@ -42,7 +51,7 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
       return out;
     }
     // The batches of an epoch are not printed: an epoch holds as many as its last counter said.
-    if (changed && t.last_value && v <= *t.last_value) {
+    if (changed && !new_run && t.last_value && (v <= *t.last_value || bar)) {
       t.epoch_sum += *t.last_value;
       out.rolled = true;
     }
@@ -55,6 +64,11 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
       (!c.total || c.total == t.last_total)) {
     t.epoch_sum += c.total ? *c.total : *t.last_value;
     out.rolled = true;
+  } else if (t.last_value && v < *t.last_value &&
+             !(c.place == field_place::bar && c.total && v == *c.total)) {
+    // A counter that goes back elsewhere: a new run, or a resume from a checkpoint.  It counts
+    // from where it says.
+    t.epoch_sum = 0;
   } else if (c.place == field_place::bar && c.total && v == *c.total && t.last_value &&
              *t.last_value == v && c.total == t.last_total && others_between) {
     // A finished bar drawn again after other output: the next epoch's bar, of which the log

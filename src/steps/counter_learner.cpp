@@ -107,6 +107,18 @@ metric_style style_of(std::string_view message) {
   return spaced.size() > kv.size() ? metric_style::spaced : metric_style::kv;
 }
 
+// Whether the message names its training loss before any evaluation ("Epoch: 001, Loss: 1.9451,
+// Train: 0.2071, Val: 0.2040"), not a loss of the evaluation it reports ("| epoch 004 | valid on
+// 'valid' subset  1000 / 1311 loss=3.24").
+bool loss_before_eval(std::string_view message) {
+  const std::size_t loss = find_ci(message, "loss");
+  if (loss == std::string_view::npos) return false;
+  for (const std::string_view w : {"val", "test", "eval", "dev"}) {
+    if (find_ci(message, w) < loss) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 counter_learner::choice counter_learner::choose(std::string_view message, const line_fields& f,
@@ -167,19 +179,27 @@ std::optional<counter_learner::epoch_seen> counter_learner::announced(std::strin
   for (std::size_t i = 0; i < f.count; ++i) {
     const field& x = f.fields[i];
     if (x.role != field_role::epoch || x.key.empty() || x.place == field_place::bar) continue;
-    // Nothing after the epoch but a colon ("Epoch 2/5", "EPOCH: 0", "Epoch 3:").
+    // Nothing after the epoch but a colon or dots ("Epoch 2/5", "EPOCH: 0", "Epoch 3:",
+    // tensorpack's "Start Epoch 16 ...").
     std::size_t end = x.pos;
-    while (end < message.size() && (is_digit(message[end]) || message[end] == '/' ||
-                                    message[end] == ' ' || message[end] == ':'))
+    while (end < message.size() &&
+           (is_digit(message[end]) || message[end] == '/' || message[end] == ' ' ||
+            message[end] == ':' || message[end] == '.'))
       ++end;
     if (end != message.size()) continue;
-    // Nothing before its name but a bar at 0 that the notebook kept on the same line.
+    // Nothing before its name but a bar at 0 that the notebook kept on the same line, or a word
+    // saying the epoch starts ("Start Epoch 16 ...").
     const auto key_at = static_cast<std::size_t>(x.key.data() - message.data());
     std::size_t b = key_at;
     while (b > 0 && is_space(message[b - 1]))
       --b;
-    if (b == 0 || (message[b - 1] == ']' && i > 0 && f.fields[i - 1].place == field_place::bar &&
-                   f.fields[i - 1].value == 0)) {
+    std::size_t w = b;
+    while (w > 0 && is_alpha(message[w - 1]))
+      --w;
+    if (b == 0 ||
+        (message[b - 1] == ']' && i > 0 && f.fields[i - 1].place == field_place::bar &&
+         f.fields[i - 1].value == 0) ||
+        (w == 0 && starts_epoch(message, f))) {
       return epoch_seen{x.value, x.total};
     }
   }
@@ -187,12 +207,15 @@ std::optional<counter_learner::epoch_seen> counter_learner::announced(std::strin
 }
 
 bool counter_learner::epoch_is_step(std::string_view message, const line_fields& f,
-                                    const template_state& t, bool eval, bool announcement) const {
-  if (finer_steps_ > 0 || f.notice || eval) return false;
+                                    const template_state& t, bool eval, bool announcement,
+                                    bool row_values) const {
+  // A line of an epoch's training values may carry its evaluation's too (PyG's "Epoch: 001,
+  // Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100").
+  if (finer_steps_ > 0 || f.notice || (eval && (!loss_before_eval(message)))) return false;
   // "Starting Epoch 17: learning rate per sample = 0.000047" announces an epoch with its
   // settings: no training has been done in it.
   if (starts_epoch(message, f)) return false;
-  if (t.epoch_step) return true;
+  if (t.epoch_step || row_values) return true;
   // A line of training values for the epoch, headed by it: RecBole's "epoch 0 training [time:
   // 1.88s, train loss: 157.24]", "Epoch 1, training: loss: 0.54" (torch for R).  Not a record
   // with an epoch among its values (DeiT's log.txt: {"train_loss": 3.2, "epoch": 249, ...}),
@@ -260,7 +283,9 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   if (cp == nullptr && c.epoch != nullptr) {
     template_state probe = *t;
     probe.steps_at_last = steps_then;
-    epoch_counter = epoch_is_step(message, f, probe, eval, a.has_value());
+    const bool row_values =
+        under_header && header_values_ && f.float_values && f.fields[0].role == field_role::epoch;
+    epoch_counter = epoch_is_step(message, f, probe, eval, a.has_value(), row_values);
     if (epoch_counter) cp = c.epoch;
   }
   if (cp == nullptr) {
@@ -377,9 +402,16 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   }
 
   // Held to the run: once steps are under way, a counter of another template must repeat the
-  // run's step, follow it, or go back a little.
-  if (!follows_run(f.template_hash, g,
-                   c.score >= 60 && cf.place != field_place::bar && !epoch_counter)) {
+  // run's step, follow it, or go back a little.  Not a counter named as the global step
+  // (tensorpack's "Epoch 16 (global_step 8000) finished" after its epoch's bar): the trainer
+  // says what the run's step is.
+  const bool named_global = cf.role == field_role::global && !f.record_row && !cf.not_training;
+  if (!named_global &&
+      !follows_run(
+          f.template_hash, g,
+          (c.score >= 60 && cf.place != field_place::bar && !epoch_counter) ||
+              (cf.total && f.metric_values && cf.value <= *cf.total &&
+               (cf.place == field_place::after_epoch || cf.place == field_place::leading)))) {
     const std::uint64_t last = *last_step_;
     bool fits = false;
     if (t->deferred_since && *t->deferred_since == new_steps_ && prev && cf.value > *prev) {

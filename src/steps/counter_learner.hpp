@@ -63,6 +63,11 @@ class counter_learner {
   // the unnamed numbers that open the rows below it.
   void note_header(std::string_view message);
   void clear_resume() { resume_pending_ = false; }
+  // Whether a line of its own has announced an epoch ("Epoch 2/5"): the counters after it may
+  // count per epoch.
+  bool epoch_announced() const { return announced_epoch_.has_value(); }
+  // The run's last new step, when there is one.
+  std::optional<std::uint64_t> last_step() const { return last_step_; }
 
  private:
   static constexpr std::uint8_t kNoField = 0xff;
@@ -120,8 +125,9 @@ class counter_learner {
   // Rows under a table header: the numbers that open a row named by the header's columns.
   bool name_columns(const line_fields& fields, line_fields& named) const;
   // The epoch as the run's step (the log counts nothing finer): whether `t` may be taken now.
+  // `row_values`: a row of values under a header that names its epoch column.
   bool epoch_is_step(std::string_view message, const line_fields& f, const template_state& t,
-                     bool eval, bool announcement) const;
+                     bool eval, bool announcement, bool row_values) const;
 
   std::unordered_map<std::uint64_t, template_state> templates_;
   // The template whose counter made the last new step, when a template did.
@@ -133,6 +139,7 @@ class counter_learner {
   std::optional<epoch_seen> announced_epoch_;
   std::optional<std::uint64_t> epoch_base_;  // what the run counts epochs from
   std::array<field_role, 2> columns_{field_role::none, field_role::none};
+  bool header_values_ = false;  // the header names training values (loss, accuracy, error)
   std::optional<std::uint64_t> last_step_;
   std::uint64_t last_gap_ = 0;
   std::uint64_t new_steps_ = 0;

@@ -51,6 +51,9 @@ void counter_learner::note_header(std::string_view message) {
   // line the prefilter lets through, so that a parser without it comes to the same.
   if (a == field_role::none || !may_be_step_related(message)) return;
   columns_ = {a, b == field_role::step || b == field_role::global ? b : field_role::none};
+  // fastai's "epoch     train_loss  valid_loss  accuracy  time": its rows are an epoch's values.
+  header_values_ =
+      contains_ci(message, "loss") || contains_ci(message, "acc") || contains_ci(message, "error");
 }
 
 bool counter_learner::name_columns(const line_fields& fields, line_fields& named) const {

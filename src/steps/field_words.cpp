@@ -249,7 +249,9 @@ field_role role_of_key(std::string_view raw) {
   const std::string_view first = key.substr(0, first_sep);
   const std::string_view last = key.substr(key.find_last_of("_/") + 1);
   if (has(last, kStep)) {
-    if (contains_ci(key, "global") || has(first, kGlobalPrefix)) return field_role::global;
+    // "g_step 2000, step 152": g for global.
+    if (contains_ci(key, "global") || has(first, kGlobalPrefix) || (eq_ci(first, "g")))
+      return field_role::global;
     if (has(first, kStepPrefix | kStep)) return field_role::step;
     return field_role::none;  // warmup_steps, save_steps, max_iter, n_updates, log_step
   }
@@ -343,6 +345,104 @@ std::string_view to_string(field_role r) {
       return "samples";
   }
   return "none";
+}
+
+namespace {
+
+// The unit of a tqdm bar's rate in the bracket that opens `rest` ("[00:10<01:30, 10.00it/s]" is
+// "it", "[03:44<00:00,  4.42batch/s" "batch", "[07:43<00:00, 231.64s/epoch]" "epoch"), or empty.
+std::string_view bar_rate_unit(std::string_view rest) {
+  const std::size_t close = rest.find(']');
+  const std::string_view in = rest.substr(0, close);
+  const std::size_t comma = in.find(',');
+  if (comma == std::string_view::npos) return {};
+  std::size_t i = comma + 1;
+  while (i < in.size() && (in[i] == ' ' || in[i] == '?' || in[i] == '.' || is_digit(in[i])))
+    ++i;
+  std::size_t e = i;
+  while (e < in.size() && is_alpha(in[e]))
+    ++e;
+  std::string_view unit = in.substr(i, e - i);
+  if (e + 1 < in.size() && in[e] == '/' && in[e + 1] == 's') return unit;  // "10.00it/s"
+  if (unit == "s" && e < in.size() && in[e] == '/') {                      // "1.43s/it"
+    std::size_t k = e + 1;
+    while (k < in.size() && is_alpha(in[k]))
+      ++k;
+    return in.substr(e + 1, k - e - 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+bar_unit bar_count(std::string_view s, std::size_t start, std::size_t end) {
+  if (start > s.size() || end > s.size()) return bar_unit::none;
+  std::size_t i = start;
+  while (i > 0 && s[i - 1] == ' ')
+    --i;
+  if (i == 0 || s[i - 1] != '|' || s.rfind("%|", i) == std::string_view::npos)
+    return bar_unit::none;
+  const std::string_view rest = s.substr(end, 64);
+  if (rest.substr(0, 2) != " [") return bar_unit::none;
+  return unit_of_bar(bar_rate_unit(rest.substr(2)));
+}
+
+bar_unit unit_of_bar(std::string_view unit) {
+  // tqdm's default unit, and the units a training loop names (tqdm's unit="batch").
+  if (unit == "it" || eq_ci(unit, "batch") || eq_ci(unit, "batches") || eq_ci(unit, "step") ||
+      eq_ci(unit, "steps") || eq_ci(unit, "iter") || eq_ci(unit, "iters") || eq_ci(unit, "ba"))
+    return bar_unit::iterations;
+  if (eq_ci(unit, "epoch") || eq_ci(unit, "epochs")) return bar_unit::epochs;
+  return bar_unit::none;  // bytes, examples, tokens, images: data, not a loop's iterations
+}
+
+// "Epoch #1: 222it [02:03,  1.79it/s, ...]": tqdm over a loop of unknown length prints its count
+// with "it" and no total.  Only a described bar counts: an undescribed one ("21it [00:00,
+// 14987.30it/s]") is most often a dataset being read.
+bool unsized_bar_count(std::string_view s, std::size_t start, std::size_t end) {
+  if (start > s.size() || end > s.size()) return false;
+  const std::string_view rest = s.substr(end, 48);
+  if (rest.substr(0, 4) != "it [" || bar_rate_unit(rest.substr(4)) != "it") return false;
+  std::size_t i = start;
+  while (i > 0 && (s[i - 1] == ' ' || s[i - 1] == ':'))
+    --i;
+  return i > 0;
+}
+
+// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
+bool opens_bracket(std::string_view s, std::size_t start) {
+  std::size_t i = start;
+  while (i > 0 && s[i - 1] == ' ')
+    --i;
+  return i > 0 && s[i - 1] == '[';
+}
+
+// A row of a table drawn with bars: "|    n_updates        | 99       |" (the bar that opens it
+// may have been taken for old fairseq's "| " prefix).
+bool drawn_row(std::string_view s) {
+  std::size_t e = s.size();
+  while (e > 0 && is_space(s[e - 1]))
+    --e;
+  return e > 0 && s[e - 1] == '|';
+}
+
+// "n_updates", "n_steps": a count of updates named in a table of training statistics.
+bool counted_updates(std::string_view key) {
+  if (key.size() < 3 || (key[0] != 'n' && key[0] != 'N') || key[1] != '_') return false;
+  return role_of_key(key.substr(2)) == field_role::step;
+}
+
+// The word right after a number ("1epoch", "1364batch", "91300 iter", "9280 images"): only a
+// word that names a counter counts.
+std::string_view key_after(std::string_view s, std::size_t end) {
+  std::size_t i = end;
+  if (i < s.size() && s[i] == ' ') ++i;
+  std::size_t e = i;
+  while (e < s.size() && is_alpha(s[e]))
+    ++e;
+  const std::string_view w = s.substr(i, e - i);
+  if (names_counter(w)) return w;
+  return {};
 }
 
 }  // namespace joules::steps

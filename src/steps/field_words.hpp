@@ -4,6 +4,7 @@
 // training quantities, evaluation, notices and the loops of data preparation.  A general
 // vocabulary, not any trainer's format.  Internal to src/steps; pure.
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -27,6 +28,23 @@ bool is_mention_word(std::string_view word);
 bool is_other_loop_key(std::string_view word);
 // A unit right after a number ("58s", "6736Mb"): the number is a quantity, not a counter.
 bool unit_word(std::string_view w);
+// A tqdm bar's count: " 10%|█  | 100/1000 [00:10<01:30, 10.00it/s]" (the number from `start`,
+// its total ending at `end`), by the unit of its rate: iterations of a loop (it, batch, step),
+// epochs ("2/2 [07:43<00:00, 231.64s/epoch]"), or none (not a bar, or one counting data: B,
+// examples, tokens).  `unsized_bar_count`: a described bar over a loop of unknown length,
+// "Epoch #1: 222it [02:03,  1.79it/s, ...]" (the number ending at `end`).
+// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
+bool opens_bracket(std::string_view s, std::size_t start);
+// A row of a table drawn with bars: "|    n_updates        | 99       |".
+bool drawn_row(std::string_view s);
+// "n_updates", "n_steps": a count of updates named in a table of training statistics.
+bool counted_updates(std::string_view key);
+// The word right after a number ("1epoch", "91300 iter") when it names a counter, or empty.
+std::string_view key_after(std::string_view s, std::size_t end);
+enum class bar_unit : std::uint8_t { none, iterations, epochs };
+bar_unit bar_count(std::string_view s, std::size_t start, std::size_t end);
+bar_unit unit_of_bar(std::string_view unit);
+bool unsized_bar_count(std::string_view s, std::size_t start, std::size_t end);
 
 enum class word_class : std::uint8_t {
   none,

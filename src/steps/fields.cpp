@@ -72,54 +72,6 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
   return key;
 }
 
-// Whether the number at `start` opens a bracket ("[0-100]", "[   1-  10, 0.00%]").
-bool opens_bracket(std::string_view s, std::size_t start) {
-  std::size_t i = start;
-  while (i > 0 && s[i - 1] == ' ')
-    --i;
-  return i > 0 && s[i - 1] == '[';
-}
-
-// A row of a table drawn with bars: "|    n_updates        | 99       |" (the bar that opens it
-// may have been taken for old fairseq's "| " prefix).
-bool drawn_row(std::string_view s) {
-  std::size_t e = s.size();
-  while (e > 0 && is_space(s[e - 1]))
-    --e;
-  return e > 0 && s[e - 1] == '|';
-}
-
-// "n_updates", "n_steps": a count of updates named in a table of training statistics.
-bool counted_updates(std::string_view key) {
-  if (key.size() < 3 || (key[0] != 'n' && key[0] != 'N') || key[1] != '_') return false;
-  return role_of_key(key.substr(2)) == field_role::step;
-}
-
-// The word right after a number ("1epoch", "1364batch", "91300 iter", "9280 images"): only a
-// word that names a counter counts.
-std::string_view key_after(std::string_view s, std::size_t end) {
-  std::size_t i = end;
-  if (i < s.size() && s[i] == ' ') ++i;
-  std::size_t e = i;
-  while (e < s.size() && is_alpha(s[e]))
-    ++e;
-  const std::string_view w = s.substr(i, e - i);
-  if (names_counter(w)) return w;
-  return {};
-}
-
-// " 10%|█         | 100/1000 [00:10<01:30, 10.00it/s]": a count right after a bar's '|' and
-// followed by tqdm's "[elapsed<remaining, rate]" in iterations.
-bool bar_count(std::string_view s, std::size_t start, std::size_t end) {
-  std::size_t i = start;
-  while (i > 0 && s[i - 1] == ' ')
-    --i;
-  if (i == 0 || s[i - 1] != '|' || s.rfind("%|", i) == std::string_view::npos) return false;
-  const std::string_view rest = s.substr(end, 64);
-  return rest.substr(0, 2) == " [" && (rest.find("it/s") != std::string_view::npos ||
-                                       rest.find("s/it") != std::string_view::npos);
-}
-
 struct scanner {
   std::string_view s;
   line_fields& out;
@@ -218,7 +170,10 @@ struct scanner {
                          reported != word_class::loss_like;
     std::string_view after = key_after(s, total ? total_end : end);
     // "finished 998 iteration": the word after names the counter when the one before does not.
-    if (!key.empty() && !after.empty() && role_of_key(key) == field_role::none) {
+    if (!total && unsized_bar_count(s, start, end)) {
+      f.place = field_place::bar;
+      f.role = field_role::step;
+    } else if (!key.empty() && !after.empty() && role_of_key(key) == field_role::none) {
       f.key = after;
       f.role = role_of_key(after);
       f.place = field_place::keyed;
@@ -239,7 +194,8 @@ struct scanner {
       f.key = after;
       f.role = role_of_key(after);
       f.place = field_place::keyed;
-    } else if (total && bar_count(s, start, total_end)) {
+    } else if (const bar_unit unit = total ? bar_count(s, start, total_end) : bar_unit::none;
+               unit != bar_unit::none) {
       f.place = field_place::bar;
       // "Epoch:  33%|███▎      | 1/3": the outer bar over epochs.
       std::string_view desc = s.substr(0, s.rfind("%|", start));
@@ -252,7 +208,10 @@ struct scanner {
       std::size_t w = desc.size();
       while (w > 0 && is_alpha(desc[w - 1]))
         --w;
-      f.role = is_epoch_word(desc.substr(w)) ? field_role::epoch : field_role::step;
+      f.role = is_epoch_word(desc.substr(w)) || unit == bar_unit::epochs ? field_role::epoch
+                                                                         : field_role::step;
+    } else if (end < s.size() && is_alpha(s[end])) {
+      // "202mory": digits glued to a word that is no unit are part of a name, not a count.
     } else if (start == 0 || (start <= 4 && bracket && s.front() == '[')) {
       f.place = start == 0 ? field_place::leading : field_place::bracket;
     } else if (bracket) {
@@ -262,6 +221,25 @@ struct scanner {
     counts = counts || f.role == field_role::step || f.role == field_role::global ||
              f.role == field_role::epoch || (f.total && !f.key.empty()) ||
              (f.key.empty() && f.place != field_place::other && f.place != field_place::keyed);
+    // "[1,  2000] loss: 2.214" (the PyTorch CIFAR-10 tutorial): two counters in the bracket that
+    // opens the message are the outer loop and the inner one, an epoch and its batch.
+    if (f.role == field_role::none && f.key.empty() && !f.total && out.count == 2) {
+      field& e = out.fields[0];
+      if (e.role == field_role::none && e.key.empty() && !e.total && e.index == 0 && index == 1 &&
+          e.place == field_place::bracket && e.pos <= 4 && s.front() == '[') {
+        std::size_t k = e.pos;
+        while (k < start && is_digit(s[k]))
+          ++k;
+        std::size_t between = 0;
+        for (; k < start; ++k)
+          between += s[k] == ',' ? 1u : s[k] == ' ' ? 0u : 2u;
+        if (between == 1 && end < s.size() && s[end] == ']') {
+          e.role = field_role::epoch;
+          f.role = field_role::step;
+          f.place = field_place::after_epoch;
+        }
+      }
+    }
     // "Epoch  1, 12900/37527", "Train Epoch: 0 [ 64/109468 (0%)]": a counter right after the
     // epoch is that epoch's batch (or sample) count.
     if (f.role == field_role::none && f.key.empty() && out.count >= 2) {
@@ -406,6 +384,9 @@ struct scanner {
     while (u < n && is_alpha(s[u]))
       ++u;
     const std::string_view unit = s.substr(j, u - j);
+    const std::size_t number_end = j;
+    const bool unsized_bar =
+        whole && !skip && !total && !range_end && unit == "it" && unsized_bar_count(s, start, j);
     mix(out.template_hash, '#');
     // "161ms/step" and "2s/step" share a template: a unit is part of the masked number.
     if (!unit.empty() && unit_word(unit) && !range_end) {
@@ -419,6 +400,8 @@ struct scanner {
       for (std::size_t k = start; k < j; ++k)
         mix(out.value_hash, s[k]);
       mix(out.value_hash, ' ');
+    } else if (!skip && !overflow && unsized_bar) {
+      add_field(start, number_end, v, total, total_end);
     } else if (!skip && !overflow && !percent && (unit.empty() || !unit_word(unit) || range_end)) {
       add_field(start, range_end ? range_end : j, v, total, total_end);
     }

@@ -13,6 +13,7 @@
 #include <array>
 #include <utility>
 
+#include "steps/field_words.hpp"
 #include "steps/formats.hpp"
 #include "steps/scan.hpp"
 
@@ -124,6 +125,18 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
     m.format = postfix.find("reduced_train_loss") != std::string_view::npos ? "nemo" : "lightning";
     m.per_epoch = true;
     m.epoch = *e;
+    // "Epoch 1/2: 100%|███| 100/100": a loop's own bar over its epochs, printed "e/E" as YOLO's
+    // rows are; Lightning prints no number of epochs.
+    cursor ep(desc);
+    ep.eat("Epoch ");
+    std::uint64_t first = 0;
+    std::optional<std::uint64_t> of;
+    if (ep.fraction(first, of) && of && first <= *of && *of < (std::uint64_t{1} << 32)) {
+      m.format = "tqdm";
+      if (!st.row_epoch_base) st.row_epoch_base = first == 0 ? 0 : 1;
+      m.epoch = first >= *st.row_epoch_base ? first - *st.row_epoch_base : 0;
+      m.epochs = *st.row_epoch_base == 0 ? *of + 1 : *of;
+    }
     // Lightning 1.x also advances the epoch bar through validation batches.
     if (st.phase == "eval") {
       m.kind = line_kind::none;
@@ -200,9 +213,18 @@ bool match_tqdm(std::string_view body, std::size_t pct, format_state& st, match&
   while (re < stats.size() && stats[re] != ',' && stats[re] != ']')
     ++re;
   const std::string_view rate = stats.substr(r, re - r);
-  const bool iterations = rate.size() >= 4 && (rate.substr(rate.size() - 4) == "it/s" ||
-                                               rate.substr(rate.size() - 4) == "s/it");
-  if (!iterations) return true;
+  // "it/s", "s/it", or a unit the loop names ("4.42batch/s", tqdm's unit="batch"); not bytes,
+  // examples or tokens (data), nor epochs ("231.64s/epoch": the bar over the epochs).
+  std::string_view unit;
+  if (const std::size_t per_s = rate.rfind("/s"); per_s != std::string_view::npos) {
+    std::size_t u = per_s;
+    while (u > 0 && is_alpha(rate[u - 1]))
+      --u;
+    unit = rate.substr(u, per_s - u);
+  } else if (const std::size_t s_per = rate.find("s/"); s_per != std::string_view::npos) {
+    unit = rate.substr(s_per + 2);
+  }
+  if (unit_of_bar(unit) != bar_unit::iterations) return true;
   std::string_view postfix = stats.substr(re);
   // A metrics dict printed right after the bar, on the same line (the Hugging Face Trainer's log
   // dict when the output is a file): its metrics are this step's.

@@ -15,11 +15,12 @@ namespace {
 // "Snapshotting to", "Checkpoint at step"); "resum"/"restor" resumes, which the learnt counters
 // must see even without a number; "ep" (epoch, Marian's "Ep."), "upd"/"up." (updates, Marian's
 // "Up. 14000"), "tick" (StyleGAN), "round": the other names the learnt counters know
-// (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates").
-constexpr std::array<std::string_view, 26> kWords = {
-    "step",   "iter",  "infer",  "ep",    "eval", "eta",   "val",   "sav",         "test",
-    "train",  "tttg",  "ttp:",   "batch", "acc",  "num_u", "loss",  "samples/sec", "snap",
-    "checkp", "resum", "restor", "upd",   "up.",  "tick",  "round", "nupd"};
+// (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates"), "minib"
+// (CNTK's "Minibatch[ 501-1000]"), "itn".
+constexpr std::array<std::string_view, 28> kWords = {
+    "step",   "iter", "infer", "ep",   "eval",  "eta",  "val",         "sav",  "test",   "train",
+    "tttg",   "ttp:", "batch", "acc",  "num_u", "loss", "samples/sec", "snap", "checkp", "resum",
+    "restor", "upd",  "up.",   "tick", "round", "nupd", "minib",       "itn"};
 
 enum : std::uint8_t {
   kPlain = 0,
@@ -113,6 +114,11 @@ bool may_be_step_related(std::string_view s) {
           while (a < n && is_space(s[a]))
             ++a;
           if (b > 0 && is_digit(s[b - 1]) && a < n && (is_digit(s[a]) || s[a] == 'U')) return true;
+          // tqdm's rate, "1.79it/s" or "1.43s/it": a bar, also one of unknown length ("Epoch
+          // #1: 222it [02:03,  1.79it/s]").
+          if ((i >= 2 && s[i - 2] == 'i' && s[i - 1] == 't' && i + 1 < n && s[i + 1] == 's') ||
+              (i >= 1 && s[i - 1] == 's' && i + 2 < n && s[i + 1] == 'i' && s[i + 2] == 't'))
+            return true;
         } else if (i + 2 < n && s[i + 1] == '\x94' && s[i + 2] == '\x81') {
           return true;  // ━
         }

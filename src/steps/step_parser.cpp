@@ -209,7 +209,8 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
   ++s.formats.lines;
   // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
   // metric lines of an OLMo or Composer header may follow (any indented "key: value").
-  if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !may_be_step_related(line)) {
+  const bool related = may_be_step_related(line);
+  if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !related) {
     if (why) *why = "no step word, leading number, fraction, bar or dict: not read further";
     return out;
   }
@@ -240,7 +241,10 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     found = match_builtin(body, s.formats, m, rules_);
     const bool digits = !found && has_digit(body);
     // Only a line that may hold a counter is read into its template and fields.
-    const bool counts = digits && may_hold_counter(body, s.fields);
+    // Nor a line the prefilter would pass over (a counter behind a prefix it does not see
+    // through, "INFO 80112  grad_norm: 30.12"): the learnt counters and the generic rule read
+    // the same lines with and without it.
+    const bool counts = digits && related && may_hold_counter(body, s.fields);
     if (counts) read_fields(body, s.fields);
     // The generic rule takes any "iter N" beside a loss.  It leaves to the learnt counters a line
     // with an epoch or a global counter beside (the step is then global: "epoch: 36/300, iter:
@@ -257,10 +261,24 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
         global = global || r == field_role::global;
         local = local || r == field_role::step;
       }
-      const bool beside = epoch || (global && local);
+      // So is a line after an epoch announced on a line of its own ("Epoch 2/3" before "Step
+      // 100/500 - loss: 2.01"): its counter may count that epoch's batches.
+      const bool beside = epoch || (global && local) || s.learner.epoch_announced();
       if (!beside && match_generic(body, m, &s.names)) {
         found = true;
         templ = s.fields.template_hash;
+        // The learnt counters follow the same template and make its count global: a counter that
+        // goes back to where it began is a new epoch and the count goes on, one that goes back
+        // elsewhere a new run.
+        match learnt;
+        if (m.kind == line_kind::step &&
+            s.learner.observe(body, s.fields, s.formats.lines, learnt, nullptr) &&
+            learnt.kind == line_kind::step) {
+          m.step = learnt.step;
+          m.epoch_rollover = learnt.epoch_rollover;
+          m.epoch = learnt.epoch;
+          m.epochs = learnt.epochs;
+        }
         if (m.kind == line_kind::step && !s.learner.follows_run(*templ, m.step, /*named=*/true)) {
           m = match{};
           found = false;

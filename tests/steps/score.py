@@ -2,7 +2,7 @@
 """Score `joules steps` against hand-labelled logs.
 
     tests/steps/score.py --joules build/release/src/joules tests/steps/heldout [DIR...] [--json]
-                         [--problems]
+                         [--problems] [--list FILE] [--total-only]
 
 For every `*.log` in the directories, runs `JOULES steps --json FILE` and compares each line with
 the sidecar `NAME.expected.jsonl` (the format of tests/steps/corpus/README.md: one object per line
@@ -25,7 +25,9 @@ Per file and in total it reports:
   phases     phase lines in the sidecar, and how many joules finds (same kind and phase)
   f.phase    phase begins/ends joules reports on lines the sidecar lists as neither
 
---problems also lists every line where joules and the sidecar differ.  It is a measuring tool,
+--problems also lists every line where joules and the sidecar differ.  --list FILE scores only the
+logs FILE names (one file name a line, `#` starts a comment; tests/steps/corpus/
+collected_third_round.txt).  --total-only prints the totals and no file's row or line.  It is a measuring tool,
 not a test: the exit status is 0 whatever the scores, 2 when a log, a sidecar or joules' output
 cannot be read.
 """
@@ -165,6 +167,9 @@ def main() -> int:
     ap.add_argument("--json", action="store_true", help="print one JSON object")
     ap.add_argument("--problems", action="store_true",
                     help="also list every line where joules and the sidecar differ")
+    ap.add_argument("--list", help="score only the logs this file names")
+    ap.add_argument("--total-only", action="store_true",
+                    help="print the totals only, no file's row or line")
     ap.add_argument("dirs", nargs="+", help="directories holding NAME.log + NAME.expected.jsonl")
     args = ap.parse_args()
 
@@ -175,6 +180,19 @@ def main() -> int:
             print(f"score.py: {d} is not a directory", file=sys.stderr)
             return 2
         logs += sorted(p.glob("*.log"))
+    if args.list:
+        try:
+            with open(args.list, encoding="utf-8") as f:
+                names = {t.split("#", 1)[0].strip() for t in f} - {""}
+        except OSError as e:
+            print(f"score.py: cannot read {args.list}: {e}", file=sys.stderr)
+            return 2
+        missing = names - {log.name for log in logs}
+        if missing:
+            print(f"score.py: {args.list} names logs not found: {sorted(missing)}",
+                  file=sys.stderr)
+            return 2
+        logs = [log for log in logs if log.name in names]
     rows = []
     problems = []
     total = dict.fromkeys(FIELDS, 0)
@@ -195,19 +213,21 @@ def main() -> int:
             out["recall"] = None if t["steps"] == 0 else t["found"] / t["steps"]
             out["exact_recall"] = None if t["steps"] == 0 else t["exact"] / t["steps"]
             return out
-        doc = {"files": [dict(file=name, **with_rates(t)) for name, t in rows],
-               "total": with_rates(total)}
-        if args.problems:
+        doc = {"total": with_rates(total)}
+        if not args.total_only:
+            doc["files"] = [dict(file=name, **with_rates(t)) for name, t in rows]
+        if args.problems and not args.total_only:
             doc["problems"] = problems
         print(json.dumps(doc, indent=1))
         return 0
-    print_table(rows, total)
+    if not args.total_only:
+        print_table(rows, total)
     print(f"recall {pct(total['found'], total['steps'])} ({total['found']}/{total['steps']} step "
           f"lines with the right step number; {total['exact']} also with the right gap), "
           f"{total['wrong']} wrong step numbers, {total['missed']} missed, {total['false']} false "
           f"new steps ({total['f.look']} on {total['look']} look-alike lines), phases "
           f"{total['phases_found']}/{total['phases']}, {total['f.phase']} false phases")
-    if args.problems and problems:
+    if args.problems and problems and not args.total_only:
         print("differences:")
         for p in problems:
             print("  " + p)

@@ -301,5 +301,52 @@ TEST(StepLearner, StepsBesideIterationsAndStepHeaders) {
       (steps_list{{16, 1}, {-1, 0}}));
 }
 
+TEST(StepLearner, EpochsAndRunsOfTrainersNotShownBefore) {
+  // Tianshou: a described bar of unknown length restarts every epoch; the count goes on.
+  EXPECT_EQ(steps_of({"Epoch #1: 222it [02:03,  1.79it/s, env_step=222, len=30, loss=8.7]",
+                      "Epoch #2: 219it [01:38,  2.22it/s, env_step=441, len=32, loss=7.6]",
+                      "Epoch #3: 228it [01:28,  2.59it/s, env_step=669, len=30, loss=9.1]"}),
+            (steps_list{{222, 1}, {441, 219}, {669, 228}}));
+  // An undescribed one reads a dataset: no step.
+  EXPECT_EQ(steps_of({"21it [00:00, 14987.30it/s]"}), (steps_list{{-1, 0}}));
+  // The PyTorch CIFAR-10 tutorial: "[epoch, batch]"; the batches of an epoch are not printed.
+  EXPECT_EQ(steps_of({"[1,  2000] loss: 2.214", "[1,  4000] loss: 1.876", "[2,  2000] loss: 1.515",
+                      "Finished Training"}),
+            (steps_list{{2000, 1}, {4000, 2000}, {6000, 2000}, {-1, 0}}));
+  // A bar over an epoch printed "e/E" counts epochs from the first one printed; its rate may
+  // name the loop's unit; a bar over the epochs themselves is no step.
+  EXPECT_EQ(steps_of({"Epoch 1/2: 100%|██████████| 100/100 [00:10<00:00, 9.5it/s, loss=2.3]",
+                      "Epoch 2/2: 100%|██████████| 100/100 [00:10<00:00, 9.5it/s, loss=2.1]"}),
+            (steps_list{{100, 1}, {200, 100}}));
+  EXPECT_EQ(steps_of({"Epoch 0: 100%|████| 994/994 [03:44<00:00,  4.42batch/s, loss=0.06]",
+                      "Epoch 1: 100%|████| 994/994 [03:58<00:00,  4.17batch/s, loss=0.19]",
+                      "Training: 100%|████| 2/2 [07:43<00:00, 231.64s/epoch]"}),
+            (steps_list{{994, 1}, {1988, 994}, {-1, 0}}));
+  // A step counter after an epoch announced on a line of its own, with or without its total.
+  EXPECT_EQ(steps_of({"Epoch 1/3", "Step 100/500 - loss: 2.31", "Step 200/500 - loss: 2.21",
+                      "Epoch 2/3", "Step 100/500 - loss: 2.01"}),
+            (steps_list{{-1, 0}, {100, 1}, {200, 100}, {-1, 0}, {600, 400}}));
+  EXPECT_EQ(steps_of({"iter 100, loss 2.31", "iter 200, loss 2.21", "iter 100, loss 2.01"}),
+            (steps_list{{100, 1}, {200, 100}, {300, 100}}));
+  // An epoch that goes back is a new run, and so is a counter that goes back elsewhere.
+  EXPECT_EQ(steps_of({"epoch 1 batch 100 loss 2.31", "epoch 1 batch 200 loss 2.21",
+                      "epoch 2 batch 100 loss 2.01", "epoch 1 batch 100 loss 2.31"}),
+            (steps_list{{100, 1}, {200, 100}, {300, 100}, {100, 100}}));
+  // tensorpack: the global step it names after an epoch's bar is the run's step, not samples.
+  EXPECT_EQ(steps_of({"100%|#####|500/500[01:49<00:00, 4.55it/s]",
+                      "Epoch 16 (global_step 8000) finished, time:1 minute 49 seconds."}),
+            (steps_list{{500, 1}, {8000, 7500}}));
+  EXPECT_EQ(steps_of({"g_step 2000, step 152, avg_time 0.874, loss:51.5502"})[0].first, 2000);
+  // PyTorch Geometric's examples: an epoch's training loss with its evaluation's accuracies.
+  EXPECT_EQ(steps_of({"Epoch: 001, Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100",
+                      "Epoch: 002, Loss: 1.8451, Train: 0.3071, Val: 0.3040, Test: 0.3100"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  // fastai: rows under a header that names the epoch and training values are epochs.
+  EXPECT_EQ(steps_of({"epoch     train_loss  valid_loss  accuracy  time    ",
+                      "0         1.234       0.987       0.654     00:32     ",
+                      "1         0.934       0.887       0.754     00:31     "}),
+            (steps_list{{-1, 0}, {0, 1}, {1, 1}}));
+}
+
 }  // namespace
 }  // namespace joules::steps
