@@ -87,3 +87,28 @@ def test_the_command_runs_a_command_from_the_venv():
     assert r.returncode == 0, r.stderr
     assert r.stdout == "hello\n"
     assert r.stderr.startswith("joules: ")
+
+
+def test_the_shell_completions_are_installed_where_the_shells_look():
+    # pip puts a wheel's data files under the environment's prefix: share/bash-completion,
+    # share/zsh/site-functions and share/fish/vendor_completions.d, the places bash-completion
+    # (through XDG_DATA_DIRS), zsh's fpath and fish look under /usr/local, ~/.local or a venv.
+    prefix = pathlib.Path(sys.prefix)
+    installed = {
+        "bash": prefix / "share" / "bash-completion" / "completions" / "joules",
+        "zsh": prefix / "share" / "zsh" / "site-functions" / "_joules",
+        "fish": prefix / "share" / "fish" / "vendor_completions.d" / "joules.fish",
+    }
+    for shell, path in installed.items():
+        assert path.is_file(), path
+        r = subprocess.run(["joules", "completion", shell], env=venv_env(), capture_output=True,
+                           text=True, timeout=30)
+        assert r.returncode == 0, r.stderr
+        assert path.read_text() == r.stdout, shell
+    # The installed bash script completes, in bash, with the installed command.
+    r = subprocess.run(
+        ["bash", "-c", f'source "{installed["bash"]}"; COMP_WORDS=(joules mon); COMP_CWORD=1; '
+                       '_joules; printf "%s\\n" "${COMPREPLY[@]}"'],
+        env=venv_env(), capture_output=True, text=True, timeout=30)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.split() == ["monitor"]
