@@ -6,6 +6,7 @@
 //
 // Not thread-safe: the main thread's.
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -15,6 +16,11 @@
 #include "control/limit_plan.hpp"
 
 namespace joules::control {
+
+// How long a probe, a set or the restore waits for the sampler's thread: a set takes
+// milliseconds; a driver that takes longer is hung, and the journal then does the restore's
+// work (docs/tuning.md).
+inline constexpr std::chrono::milliseconds kControlWait{5000};
 
 struct claimed_gpu {
   std::size_t device = 0;  // index into the backend's devices()

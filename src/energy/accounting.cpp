@@ -10,7 +10,7 @@ microjoules to_microjoules(double j) {
   return static_cast<microjoules>(std::llround(j * 1e6));
 }
 
-void raise(std::optional<double>& peak, double v) {
+void raise_peak(std::optional<double>& peak, double v) {
   if (!peak || v > *peak) peak = v;
 }
 
@@ -62,11 +62,11 @@ void accounting::attribute(const tick_sample& tick) {
   bool any = false;
   for (std::size_t d = 0; d < tick.power_w.size() && d < s.device_peak_w.size(); ++d) {
     if (!tick.power_w[d]) continue;
-    raise(s.device_peak_w[d], *tick.power_w[d]);
+    raise_peak(s.device_peak_w[d], *tick.power_w[d]);
     sum += *tick.power_w[d];
     any = true;
   }
-  if (any) raise(s.node_peak_w, sum);
+  if (any) raise_peak(s.node_peak_w, sum);
 }
 
 void accounting::resolve(bool final) {

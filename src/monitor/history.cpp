@@ -8,7 +8,7 @@
 namespace joules::monitor {
 namespace {
 
-constexpr std::array<std::string_view, 8> kLevels = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
+constexpr std::array<std::string_view, 8> kSparkLevels = {"▁", "▂", "▃", "▄", "▅", "▆", "▇", "█"};
 // Partial blocks, one to seven eighths of a cell.
 constexpr std::array<std::string_view, 8> kEighths = {"", "▏", "▎", "▍", "▌", "▋", "▊", "▉"};
 constexpr std::string_view kFull = "█";
@@ -121,7 +121,7 @@ std::string sparkline(const std::vector<std::optional<double>>& values, double f
     }
     const double f = full_scale > 0.0 ? std::clamp(*v / full_scale, 0.0, 1.0) : 0.0;
     const auto level = static_cast<std::size_t>(std::lround(f * 7.0));
-    out += kLevels[std::min<std::size_t>(level, 7)];
+    out += kSparkLevels[std::min<std::size_t>(level, 7)];
   }
   return out;
 }

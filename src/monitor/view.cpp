@@ -14,7 +14,7 @@
 namespace joules::monitor {
 namespace {
 
-std::string device_label(const device_info& d) {
+std::string short_device_label(const device_info& d) {
   // "0" for NVIDIA's GPUs, as nvidia-smi dmon numbers them; "amd0", "intel0" for the others.
   if (d.kind == device_kind::gpu) return fmt::format("{}{}", is_nvidia(d) ? "" : d.vendor, d.index);
   return fmt::format("{}{}", to_string(d.kind), d.index);
@@ -290,7 +290,7 @@ std::string plain_line(std::string_view time, std::optional<double> age_s, const
   return fmt::format(
       "  {:<27} {:>6} {:>5} {:>7} {:>6} {:>11} {:>4} {:>4} {:>4} {:>6} {:>7} {:>6} {:>7} "
       "{:>5} {:<14} {}\n",
-      time, or_dash(age_s, "{:.1f}"), device_label(d.info), or_dash(d.now.power_w, "{:.1f}"),
+      time, or_dash(age_s, "{:.1f}"), short_device_label(d.info), or_dash(d.now.power_w, "{:.1f}"),
       or_dash(lim, "{:.0f}"), or_dash(d.now.energy_j, "{:.1f}"), or_dash(h.gpu_util_percent), sm,
       or_dash(h.memory_util_percent), or_dash(h.temperature_c, "{:.0f}"),
       or_dash(h.memory_temperature_c, "{:.0f}"), or_dash(h.sm_clock_mhz),

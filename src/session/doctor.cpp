@@ -22,7 +22,7 @@
 namespace joules::session {
 namespace {
 
-std::optional<std::string> env(const char* name) {
+std::optional<std::string> env_value(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr ? std::optional<std::string>(v) : std::nullopt;
 }
@@ -53,8 +53,8 @@ void fill(doctor::report& r, sampler& readings, const std::optional<std::string>
   for (const auto& d : choice.gpus) {
     if (d.unreadable.empty()) readable.push_back(d);
   }
-  r.cuda = doctor::map_cuda(readable, env("CUDA_DEVICE_ORDER"), env("CUDA_VISIBLE_DEVICES"),
-                            mig_parents_of(readings));
+  r.cuda = doctor::map_cuda(readable, env_value("CUDA_DEVICE_ORDER"),
+                            env_value("CUDA_VISIBLE_DEVICES"), mig_parents_of(readings));
   for (auto& g : r.gpus) {
     for (const auto& e : r.cuda.devices) {
       if (e.uuid == g.info.uuid && !g.cuda_index) g.cuda_index = e.cuda_index;

@@ -9,12 +9,6 @@
 #include "util/error.hpp"
 
 namespace joules::session {
-namespace {
-
-// A set takes milliseconds; a driver that takes longer is hung (docs/tuning.md).
-constexpr std::chrono::milliseconds kControlWait{5000};
-
-}  // namespace
 
 sweep_run::sweep_run(sweep_state& state, std::uint32_t limit_mw, bool first)
     : state_(state), first_(first) {
@@ -36,7 +30,7 @@ void sweep_run::check(sampler& s, const std::vector<std::size_t>& measured) {
 void sweep_run::before_command(measurement& m) {
   control_ = std::make_unique<limit_control>(m.sampler(), *state_.claim);
   if (first_) {
-    const control_result probe = control_->probe(kControlWait);
+    const control_result probe = control_->probe(control::kControlWait);
     if (!probe.ok()) {
       control_.reset();
       throw fatal_error(fmt::format("cannot sweep: the power limit cannot be set: {}{}",
@@ -48,7 +42,7 @@ void sweep_run::before_command(measurement& m) {
   } else {
     state_.claim->write_journal();
   }
-  for (const auto& o : control_->set_and_wait(result_.limit_mw, kControlWait)) {
+  for (const auto& o : control_->set_and_wait(result_.limit_mw, control::kControlWait)) {
     if (o.result.ok()) continue;
     throw fatal_error(fmt::format(
         "cannot sweep: setting GPU {} to {} failed: {}", state_.claim->gpus()[o.gpu].index,
@@ -92,7 +86,7 @@ bool sweep_run::stop_command() {
 
 void sweep_run::after_command() {
   if (!control_) return;
-  for (const auto& o : control_->restore(kControlWait)) {
+  for (const auto& o : control_->restore(control::kControlWait)) {
     if (o.result.ok()) continue;
     say(
         fmt::format("warning: sweep: GPU {}'s power limit could not be set back to {}: {}; the "

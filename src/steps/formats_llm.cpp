@@ -21,10 +21,6 @@
 namespace joules::steps {
 namespace {
 
-bool contains(std::string_view s, std::string_view needle) {
-  return s.find(needle) != std::string_view::npos;
-}
-
 std::string_view after_spaces(std::string_view s) {
   while (!s.empty() && is_space(s.front()))
     s.remove_prefix(1);

@@ -20,10 +20,6 @@
 namespace joules::steps {
 namespace {
 
-bool contains(std::string_view s, std::string_view needle) {
-  return s.find(needle) != std::string_view::npos;
-}
-
 void set_kind(match& m, line_kind kind, std::string_view format, std::string_view metrics,
               metric_style style = metric_style::kv) {
   m.kind = kind;

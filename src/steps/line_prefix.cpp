@@ -40,13 +40,6 @@ void append_visible(std::string_view seg, std::string& out) {
   }
 }
 
-bool blank(std::string_view s) {
-  for (const char c : s) {
-    if (!is_space(c)) return false;
-  }
-  return true;
-}
-
 // hh:mm, optionally :ss and a fraction; returns the length or 0.
 std::size_t clock_len(std::string_view s) {
   if (s.size() < 5 || !is_digit(s[0]) || !is_digit(s[1]) || s[2] != ':' || !is_digit(s[3]) ||

@@ -25,6 +25,16 @@ constexpr bool is_space(char c) {
 constexpr char to_lower(char c) {
   return c >= 'A' && c <= 'Z' ? static_cast<char>(c + 32) : c;
 }
+// Nothing but blanks (or nothing at all).
+constexpr bool blank(std::string_view s) {
+  for (const char c : s) {
+    if (!is_space(c)) return false;
+  }
+  return true;
+}
+constexpr bool contains(std::string_view s, std::string_view needle) {
+  return s.find(needle) != std::string_view::npos;
+}
 
 // A cursor over one line.  All reads are bounds-checked: at the end, peek() returns '\0'.
 class cursor {

@@ -118,13 +118,6 @@ std::uint64_t description_hash(std::string_view text) {
   return h;
 }
 
-bool blank(std::string_view s) {
-  for (const char c : s) {
-    if (!is_space(c)) return false;
-  }
-  return true;
-}
-
 void add_missing(std::vector<metric>& into, const std::vector<metric>& from) {
   for (const auto& m : from) {
     bool have = false;
