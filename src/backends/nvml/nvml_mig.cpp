@@ -5,7 +5,7 @@
 namespace joules::nvml {
 namespace {
 
-// More slots than any GPU has (7 on A100 and H100): a driver's count is not trusted further.
+// A driver's slot count is not trusted past this.
 constexpr unsigned int kMaxMigSlots = 64;
 
 }  // namespace
