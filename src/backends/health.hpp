@@ -41,6 +41,19 @@ struct gpu_process {
   std::optional<double> sm_util_percent = {};
 };
 
+// One MIG device of a GPU in MIG mode (docs/nvml-notes.md §9.3): a compute instance inside a GPU
+// instance.  It has its own memory and processes; power and energy stay the whole GPU's, shared
+// by every instance on it, and are never read or split per instance.
+struct mig_instance_reading {
+  std::string uuid;               // MIG-…
+  std::string name;               // the driver's name, e.g. "NVIDIA A100-SXM4-40GB MIG 1g.5gb"
+  std::string profile;            // the profile in the name ("1g.5gb"); empty when it has none
+  unsigned gpu_instance = 0;      // nvmlDeviceGetGpuInstanceId
+  unsigned compute_instance = 0;  // nvmlDeviceGetComputeInstanceId
+  std::optional<std::uint64_t> memory_total_bytes;
+  std::optional<std::uint64_t> memory_used_bytes;
+};
+
 struct health_reading {
   // Utilisation and memory.
   std::optional<unsigned> gpu_util_percent;
@@ -100,6 +113,10 @@ struct health_reading {
   std::optional<double> gpm_pcie_rx_bytes_per_s;
   std::optional<double> nvlink_tx_bytes_per_s;
   std::optional<double> nvlink_rx_bytes_per_s;
+
+  // MIG: whether the GPU is in MIG mode (unknown where the driver has no MIG), and its instances.
+  std::optional<bool> mig_enabled;
+  std::vector<mig_instance_reading> mig_instances;
 
   std::vector<gpu_process> processes;
   bool processes_known = false;

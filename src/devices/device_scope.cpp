@@ -69,7 +69,7 @@ std::vector<std::size_t> all_of(const std::vector<device_info>& devices) {
 
 scope_result from_gpus_option(const std::vector<device_info>& devices, const std::string& value,
                               const scope::resolver& r) {
-  scope_result out{{}, "--gpus", value, {}};
+  scope_result out{{}, "--gpus", value, {}, {}};
   if (value == "all") {
     out.devices = all_of(devices);
     return out;
@@ -81,6 +81,7 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
   const std::string accepted = fmt::format(
       "expected all, or a comma-separated list of GPU indices ({}), UUIDs (GPU-...) or PCI bus ids",
       indices);
+  std::vector<std::size_t> named_as_itself;  // devices named other than by a MIG instance
   for (const auto& raw : split(value, ',')) {
     std::string_view token = trim(raw);
     if (token.empty())
@@ -113,7 +114,14 @@ scope_result from_gpus_option(const std::vector<device_info>& devices, const std
       throw usage_error(fmt::format("--gpus '{}': '{}' names no GPU of this machine; {}", value,
                                     token, accepted));
     }
+    // Several MIG instances of one GPU name that GPU, measured once; the GPU itself named twice
+    // is a mistake.
+    const bool mig = token.starts_with("MIG-");
+    const bool as_itself =
+        std::find(named_as_itself.begin(), named_as_itself.end(), *found) != named_as_itself.end();
+    if (!mig) named_as_itself.push_back(*found);
     if (std::find(out.devices.begin(), out.devices.end(), *found) != out.devices.end()) {
+      if (mig || !as_itself) continue;
       throw usage_error(
           fmt::format("--gpus '{}': GPU {} is named twice", value, devices[*found].index));
     }
@@ -235,12 +243,44 @@ scope_result combine(std::vector<std::pair<std::string_view, scope::part>> parts
   return out;
 }
 
+// The MIG instances among the entries of `value` (--gpus, or CUDA_VISIBLE_DEVICES up to the
+// first entry that names no chosen GPU, where CUDA stops reading) that named a chosen GPU, each
+// with a note that its GPU's energy is measured whole.
+void note_mig_choices(const scope::resolver& r, const std::string& value, bool cuda,
+                      scope_result& out) {
+  std::vector<std::size_t> among;
+  for (std::size_t i : out.devices) {
+    if (scope::family_of(r.devices[i]) == family::nvidia) among.push_back(i);
+  }
+  if (among.empty()) return;
+  for (const auto& raw : split(value, ',')) {
+    const std::string_view token = trim(raw);
+    const bool mig = token.starts_with("MIG-");
+    const auto found = token.empty() || (!cuda && !mig) ? std::nullopt : r.resolve(token, among);
+    if (!found) {
+      if (cuda) break;
+      continue;
+    }
+    if (!mig) continue;
+    const device_info& d = r.devices[*found];
+    out.mig.push_back({*found, d.key(), std::string(token)});
+    out.notes.push_back(fmt::format(
+        "{} is a MIG instance of {} ({}): joules measures that whole GPU, whose power and energy "
+        "every instance on it shares",
+        token, gpu_name(d), d.key()));
+  }
+}
+
 }  // namespace
 
 scope_result select_devices(const std::vector<device_info>& devices, const scope_request& request,
                             const mig_parent_fn& mig_parent) {
   const scope::resolver r{devices, mig_parent};
-  if (request.gpus) return from_gpus_option(devices, *request.gpus, r);
+  if (request.gpus) {
+    scope_result out = from_gpus_option(devices, *request.gpus, r);
+    note_mig_choices(r, *request.gpus, /*cuda=*/false, out);
+    return out;
+  }
   const auto nvidia = scope::members(devices, family::nvidia);
   const auto amd = scope::members(devices, family::amd);
   const auto intel = scope::members(devices, family::intel);
@@ -248,8 +288,12 @@ scope_result select_devices(const std::vector<device_info>& devices, const scope
   if (!nvidia.empty()) parts.emplace_back("NVIDIA", nvidia_part(r, nvidia, request));
   if (!amd.empty()) parts.emplace_back("AMD", scope::amd_part(r, amd, request, !nvidia.empty()));
   if (!intel.empty()) parts.emplace_back("Intel", scope::intel_part(r, intel, request));
-  if (parts.empty()) return scope_result{{}, "all devices", "", {}};
-  return combine(std::move(parts));
+  if (parts.empty()) return scope_result{{}, "all devices", "", {}, {}};
+  scope_result out = combine(std::move(parts));
+  if (request.cuda_visible_devices && !nvidia.empty()) {
+    note_mig_choices(r, *request.cuda_visible_devices, /*cuda=*/true, out);
+  }
+  return out;
 }
 
 scope_request job_scope_request(std::optional<std::string> gpus) {

@@ -44,6 +44,14 @@ struct scope_request {
 // (CUDA_VISIBLE_DEVICES set but empty means no GPU).
 scope_request job_scope_request(std::optional<std::string> gpus);
 
+// A MIG instance that --gpus or CUDA_VISIBLE_DEVICES named: its GPU is measured whole (power and
+// energy are the GPU's, shared by every instance on it; docs/nvml-notes.md §9.3).
+struct mig_choice {
+  std::size_t device = 0;  // index into the backend's device list: the parent GPU
+  std::string gpu;         // the parent GPU's key (device_info::key(): its UUID)
+  std::string mig;         // the entry as given: MIG-<uuid> or MIG-GPU-<uuid>/<gi>/<ci>
+};
+
 struct scope_result {
   std::vector<std::size_t> devices;  // indices into the backend's device list, in list order
   // "--gpus", "CUDA_VISIBLE_DEVICES", ..., "all devices"; the sources of several vendors are
@@ -51,6 +59,7 @@ struct scope_result {
   std::string source;
   std::string value;               // the text the choice came from (NAME=value for several)
   std::vector<std::string> notes;  // things worth telling the user (ignored entries...)
+  std::vector<mig_choice> mig;     // the MIG instances named, each with its GPU
 };
 
 // Maps a MIG UUID to the UUID of its parent GPU (backend::parent_of_mig).

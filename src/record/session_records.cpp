@@ -265,6 +265,17 @@ std::string session_start_record(const run_context& ctx) {
     w.field("power_limit_w", d.power_limit ? std::optional(d.power_limit->value) : std::nullopt);
     w.field("default_power_limit_w",
             d.default_power_limit ? std::optional(d.default_power_limit->value) : std::nullopt);
+    // A GPU chosen through MIG instances is measured whole: its energy is shared by every
+    // instance on it, those of other jobs included (docs/nvml-notes.md §9.3).
+    bool shared = false;
+    w.key("mig_instances").begin_array();
+    for (const auto& m : ctx.scope.mig) {
+      if (m.gpu != d.key()) continue;
+      w.value(m.mig);
+      shared = true;
+    }
+    w.end_array();
+    w.field("energy_shared", shared);
     w.end_object();
   }
   w.end_array();

@@ -22,6 +22,7 @@ memory_state memory_of(const device_call& call) {
   memory_state m;
   if (const fake_nvml::mig_device* g = call.mig(); g != nullptr) {
     m.total = g->memory_total_bytes;
+    m.used = g->memory_used_bytes;
     for (const fake_nvml::process& p : g->processes)
       m.used += p.used_memory_bytes;
   } else {

@@ -67,6 +67,8 @@ struct mig_device {
   unsigned int gpu_instance_id = 0;
   unsigned int compute_instance_id = 0;
   unsigned long long memory_total_bytes = 0;
+  // In use besides its processes' memory (contexts, the instance's own reservations).
+  unsigned long long memory_used_bytes = 0;
   std::vector<process> processes;  // ids filled in from the instance
 };
 

@@ -147,6 +147,9 @@ void parse_mig(json_fields& dev, device& d, scenario& s) {
       mig.gpu_instance_id = to_uint(m, "gpu_instance_id", mig.index + 1);
       mig.compute_instance_id = to_uint(m, "compute_instance_id", 0);
       mig.memory_total_bytes = m.unsigned_integer("memory_total_bytes", 10737418240ULL);
+      mig.memory_used_bytes = m.unsigned_integer("memory_used_bytes", 0);
+      if (mig.memory_used_bytes > mig.memory_total_bytes)
+        m.fail("memory_used_bytes", "is more than memory_total_bytes");
       mig.processes = parse_processes(m, "processes");
       for (process& p : mig.processes) {
         p.gpu_instance_id = mig.gpu_instance_id;

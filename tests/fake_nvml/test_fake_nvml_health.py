@@ -231,6 +231,34 @@ def test_mig_handles():
         assert (count.value, infos[0].pid, infos[0].gpuInstanceId) == (1, 4242, 3)
 
 
+def test_mig_layout_memory():
+    """A MIG layout: two compute instances of GPU instance 1 and one of GPU instance 2, each with
+    its own memory in use (its own part plus its processes')."""
+    gib = 1 << 30
+    spec = {"devices": [{"mig": {"enabled": True, "devices": [
+        {"name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "gpu_instance_id": 1, "compute_instance_id": 0,
+         "memory_total_bytes": 40 * gib, "memory_used_bytes": gib,
+         "processes": [{"pid": 7, "used_memory_bytes": 2 * gib}]},
+        {"name": "NVIDIA H100 80GB HBM3 MIG 3g.40gb", "gpu_instance_id": 1, "compute_instance_id": 1,
+         "memory_total_bytes": 40 * gib, "memory_used_bytes": gib},
+        {"gpu_instance_id": 2, "memory_used_bytes": 60 * gib}]}}]}
+    with pytest.raises(AssertionError):  # used above the total: the scenario is refused
+        with session(spec):
+            pass
+    spec["devices"][0]["mig"]["devices"][2]["memory_used_bytes"] = gib // 2
+    with session(spec) as s:
+        gpu = s.h()
+        got = []
+        for i in range(3):
+            m = ctypes.c_void_p()
+            assert s.call("nvmlDeviceGetMigDeviceHandleByIndex", gpu, i, byref(m)) == SUCCESS
+            mem = MemoryV2(version=MEMORY_V2_VERSION)
+            assert s.call("nvmlDeviceGetMemoryInfo_v2", m, byref(mem)) == SUCCESS
+            got.append((s.uint("nvmlDeviceGetGpuInstanceId", m)[1],
+                        s.uint("nvmlDeviceGetComputeInstanceId", m)[1], mem.total, mem.used))
+        assert got == [(1, 0, 40 * gib, 3 * gib), (1, 1, 40 * gib, gib), (2, 0, 10 * gib, gib // 2)]
+
+
 def test_processes_sizing_and_stride():
     procs = [{"pid": 100 + i, "used_memory_bytes": (i + 1) << 20} for i in range(3)]
     for stride, info in [(24, ProcessV2), (32, ProcessDetail)]:

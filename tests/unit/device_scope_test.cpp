@@ -244,3 +244,48 @@ TEST(VendorScope, NoVendorLeavingAGpuIsAnErrorAboutTheVariable) {
 
 }  // namespace
 }  // namespace joules
+
+namespace joules {
+namespace {
+
+TEST(DeviceScope, MigEntriesNameTheirGpuAndSayItsEnergyIsShared) {
+  scope_request r;
+  r.cuda_visible_devices =
+      "MIG-11111111-2222-3333-4444-555555555555,MIG-GPU-77777777-0000-4000-8000-000000000002/2/0,"
+      "3";
+  const auto s = select_devices(four_gpus(), r, mig_to_gpu2());
+  EXPECT_EQ(s.devices, (std::vector<std::size_t>{2, 3}));
+  ASSERT_EQ(s.mig.size(), 2u);
+  EXPECT_EQ(s.mig[0].device, 2u);
+  EXPECT_EQ(s.mig[0].gpu, "GPU-77777777-0000-4000-8000-000000000002");
+  EXPECT_EQ(s.mig[0].mig, "MIG-11111111-2222-3333-4444-555555555555");
+  EXPECT_EQ(s.mig[1].mig, "MIG-GPU-77777777-0000-4000-8000-000000000002/2/0");
+  ASSERT_EQ(s.notes.size(), 2u);
+  EXPECT_NE(s.notes[0].find("MIG instance of GPU 2"), std::string::npos) << s.notes[0];
+  EXPECT_NE(s.notes[0].find("whole GPU"), std::string::npos) << s.notes[0];
+
+  // Where CUDA stops reading, so does the MIG list.
+  r.cuda_visible_devices = "3,GPU-nothing-here,MIG-11111111-2222-3333-4444-555555555555";
+  const auto stopped = select_devices(four_gpus(), r, mig_to_gpu2());
+  EXPECT_EQ(stopped.devices, (std::vector<std::size_t>{3}));
+  EXPECT_TRUE(stopped.mig.empty());
+
+  // --gpus: every MIG entry, whatever its place; a GPU named as itself is not a MIG choice.
+  scope_request g;
+  g.gpus = "0,MIG-11111111-2222-3333-4444-555555555555";
+  const auto by_option = select_devices(four_gpus(), g, mig_to_gpu2());
+  EXPECT_EQ(by_option.devices, (std::vector<std::size_t>{0, 2}));
+  ASSERT_EQ(by_option.mig.size(), 1u);
+  EXPECT_EQ(by_option.mig[0].device, 2u);
+  // Two instances of one GPU, or the GPU and one of its instances: that GPU, once.
+  g.gpus =
+      "MIG-11111111-2222-3333-4444-555555555555,MIG-GPU-77777777-0000-4000-8000-000000000002/2/0";
+  const auto two = select_devices(four_gpus(), g, mig_to_gpu2());
+  EXPECT_EQ(two.devices, (std::vector<std::size_t>{2}));
+  EXPECT_EQ(two.mig.size(), 2u);
+  g.gpus = "2,MIG-11111111-2222-3333-4444-555555555555";
+  EXPECT_EQ(select_devices(four_gpus(), g, mig_to_gpu2()).devices, (std::vector<std::size_t>{2}));
+}
+
+}  // namespace
+}  // namespace joules

@@ -247,3 +247,101 @@ TEST(FootprintMetrics, KwhCo2eAndCostWithProvenanceOnTheValues) {
 
 }  // namespace
 }  // namespace joules::exporter
+
+namespace joules::exporter {
+namespace {
+
+health_reading mig_health() {
+  health_reading h = health();
+  h.gpu_util_percent.reset();  // not reported in MIG mode
+  h.mig_enabled = true;
+  mig_instance_reading a;
+  a.uuid = "MIG-aaaa";
+  a.name = "NVIDIA H100 80GB HBM3 MIG 3g.40gb";
+  a.profile = "3g.40gb";
+  a.gpu_instance = 1;
+  a.compute_instance = 0;
+  a.memory_total_bytes = 42949672960ULL;
+  a.memory_used_bytes = 3221225472ULL;
+  mig_instance_reading b = a;  // a second compute instance of GPU instance 1
+  b.uuid = "MIG-bbbb";
+  b.compute_instance = 1;
+  mig_instance_reading c;
+  c.uuid = "MIG-cccc";
+  c.profile = "1g.10gb";
+  c.gpu_instance = 9;
+  c.memory_total_bytes = 10737418240ULL;
+  c.memory_used_bytes = 0;
+  h.mig_instances = {a, b, c, a};  // the driver listing one twice must not break the scrape
+  return h;
+}
+
+TEST(GpuMetrics, MigInstancesGetTheirOwnSeriesAndTheGpuKeepsTheEnergy) {
+  exposition e;
+  backend_meta meta;
+  meta.driver_version = "570.86.15";
+  gpu_metrics m(e, {h100(0), h100(1)}, label_set{{"hostname", "n"}}, meta, false);
+  sampler_snapshot snap;
+  snap.devices.resize(2);
+  snap.devices[0].energy_j = 1000.0;
+  snap.devices[0].health = mig_health();
+  snap.devices[1].energy_j = 500.0;
+  snap.devices[1].health = health();
+  snap.devices[1].health->mig_enabled = false;
+  m.fill(snap);
+  const std::string t = e.text();
+  const std::string g0 = R"(gpu="0",uuid="GPU-0",model="NVIDIA H100 80GB HBM3",hostname="n")";
+  const std::string i10 = g0 + R"(,gpu_instance="1",compute_instance="0",mig_profile="3g.40gb")";
+  EXPECT_TRUE(has(t, "joules_gpu_mig_mode{" + g0 + "} 1\n")) << t;
+  EXPECT_TRUE(has(t, R"(joules_gpu_mig_mode{gpu="1",uuid="GPU-1")")) << t;
+  EXPECT_TRUE(has(t, "joules_gpu_mig_instances{" + g0 + "} 3\n")) << t;
+  EXPECT_TRUE(has(t, "joules_gpu_mig_info{" + i10 + ",mig_uuid=\"MIG-aaaa\"} 1\n")) << t;
+  EXPECT_TRUE(has(t, "joules_gpu_mig_memory_used_bytes{" + i10 + "} 3221225472\n")) << t;
+  EXPECT_TRUE(
+      has(t, "joules_gpu_mig_memory_total_bytes{" + g0 +
+                 R"(,gpu_instance="9",compute_instance="0",mig_profile="1g.10gb"} 10737418240)"))
+      << t;
+  // Energy is the GPU's alone: one series per GPU, none per instance, so a sum counts it once.
+  std::size_t energy_series = 0;
+  for (std::size_t at = t.find("\njoules_gpu_energy_joules_total{"); at != std::string::npos;
+       at = t.find("\njoules_gpu_energy_joules_total{", at + 1)) {
+    ++energy_series;
+    EXPECT_EQ(t.substr(at, t.find('\n', at + 1) - at).find("gpu_instance"), std::string::npos);
+  }
+  EXPECT_EQ(energy_series, 2u);
+  EXPECT_FALSE(has(t, R"(joules_gpu_mig_instances{gpu="1")"));  // MIG off: no instances
+  EXPECT_FALSE(has(t, "GPU_I_ID"));
+}
+
+TEST(GpuMetrics, DcgmCompatLabelsInstancesWithGpuInstanceIdAndProfile) {
+  exposition e;
+  backend_meta meta;
+  meta.driver_version = "570.86.15";
+  gpu_metrics m(e, {h100(3)}, label_set{{"hostname", "node-1"}}, meta, true);
+  sampler_snapshot snap;
+  snap.devices.resize(1);
+  snap.devices[0].power_w = 312.5;
+  snap.devices[0].health = mig_health();
+  m.fill(snap);
+  const std::string t = e.text();
+  const std::string head =
+      R"(gpu="3",UUID="GPU-3",pci_bus_id="00000000:13:00.0",device="nvidia3",modelName="NVIDIA H100 80GB HBM3",)";
+  const std::string tail =
+      R"(hostname="node-1",Hostname="node-1",DCGM_FI_DRIVER_VERSION="570.86.15"})";
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_FB_USED{" + head + R"(GPU_I_PROFILE="3g.40gb",GPU_I_ID="1",)" +
+                         tail + " 3072\n"))
+      << t;
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_FB_FREE{" + head + R"(GPU_I_PROFILE="1g.10gb",GPU_I_ID="9",)" +
+                         tail + " 10240\n"))
+      << t;
+  // Power stays the GPU's, without instance labels.
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_POWER_USAGE{" + head + tail + " 312.5\n")) << t;
+  std::size_t fb_used = 0;
+  for (std::size_t at = t.find("\nDCGM_FI_DEV_FB_USED{"); at != std::string::npos;
+       at = t.find("\nDCGM_FI_DEV_FB_USED{", at + 1))
+    ++fb_used;
+  EXPECT_EQ(fb_used, 3u);  // the GPU's, and one per GPU instance (1 and 9)
+}
+
+}  // namespace
+}  // namespace joules::exporter

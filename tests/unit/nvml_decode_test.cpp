@@ -1,4 +1,5 @@
 #include "backends/nvml/nvml_decode.hpp"
+#include "backends/nvml/nvml_mig.hpp"
 
 #include <gtest/gtest.h>
 
@@ -104,6 +105,21 @@ TEST(NvmlDecode, FieldValuesOfEveryType) {
   v.valueType = kValueTypeUnsignedInt;
   v.value.uiVal = 71;
   EXPECT_EQ(field_as_double(v), 71.0);
+}
+
+}  // namespace
+}  // namespace joules::nvml
+
+namespace joules::nvml {
+namespace {
+
+TEST(NvmlMig, ProfileIsTheWordAfterMigInTheDevicesName) {
+  EXPECT_EQ(mig_profile_of("NVIDIA A100-SXM4-40GB MIG 1g.5gb"), "1g.5gb");
+  EXPECT_EQ(mig_profile_of("NVIDIA H100 80GB HBM3 MIG 1g.10gb+me"), "1g.10gb+me");
+  EXPECT_EQ(mig_profile_of("NVIDIA H100 80GB HBM3 MIG 3g.40gb extra"), "3g.40gb");
+  EXPECT_EQ(mig_profile_of("NVIDIA H100 80GB HBM3"), "");
+  EXPECT_EQ(mig_profile_of(""), "");
+  EXPECT_EQ(mig_profile_of("x MIG "), "");
 }
 
 }  // namespace

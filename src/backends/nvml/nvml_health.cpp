@@ -33,7 +33,7 @@ std::optional<double> milli(unsigned int v, bool ok) {
 }  // namespace
 
 health_reader::health_reader(const entry_points& fn, nvmlDevice_t device)
-    : fn_(fn), device_(device), gpm_(fn, device) {}
+    : fn_(fn), device_(device), gpm_(fn, device), mig_(fn, device) {}
 
 bool health_reader::settle(reading r, nvmlReturn_t rc) {
   state& s = state_[r];
@@ -102,6 +102,7 @@ health_reading health_reader::read() {
   read_processes(h, slow);
   read_process_utilization(h, now);
   gpm_.read(h);
+  mig_.read(h, slow);
   probed_ = true;
   if (lost_) return {};  // nothing read from a GPU that fell off the bus is worth showing
   return h;

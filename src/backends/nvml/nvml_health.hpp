@@ -36,6 +36,7 @@
 #include "backends/health.hpp"
 #include "backends/nvml/nvml_gpm.hpp"
 #include "backends/nvml/nvml_library.hpp"
+#include "backends/nvml/nvml_mig.hpp"
 #include "util/clock.hpp"
 
 namespace joules::nvml {
@@ -143,6 +144,7 @@ class health_reader {
   mono_time pcie_bytes_t_{};
 
   gpm_reader gpm_;
+  mig_reader mig_;
 
   // The slow tier's values, when they were read, and when read() last ran.
   health_reading slow_;

@@ -171,6 +171,13 @@ constexpr std::array kDcgm = {
 };
 // clang-format on
 static_assert(kSimple[11].name == "joules_gpu_memory_free_bytes");
+constexpr std::size_t kDcgmFbFree = 9;
+constexpr std::size_t kDcgmFbUsed = 10;
+static_assert(kDcgm[kDcgmFbFree].name == "DCGM_FI_DEV_FB_FREE");
+static_assert(kDcgm[kDcgmFbUsed].name == "DCGM_FI_DEV_FB_USED");
+// dcgm-exporter writes GPU_I_PROFILE and GPU_I_ID after its first five labels (gpu, UUID,
+// pci_bus_id, device, modelName; docs/nvml-notes.md §10.2).
+constexpr std::size_t kDcgmMigLabelsAt = 5;
 
 // Clock event reasons, as clock_events::active() names them.
 constexpr std::array<std::string_view, 9> kThrottleReasons = {
@@ -265,6 +272,8 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
     for (const auto& m : kDcgm)
       dcgm_.push_back(&e.add_family(m.name, m.help, m.type, naming::compat));
   }
+  mig_.emplace(e, dcgm_compat ? dcgm_[kDcgmFbUsed] : nullptr,
+               dcgm_compat ? dcgm_[kDcgmFbFree] : nullptr);
 
   const label_set user = user_part(base);
   const std::string host(base.find("hostname").value_or(""));
@@ -344,6 +353,7 @@ void gpu_metrics::fill(const sampler_snapshot& snap) {
       retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));
       remapped_->add_if_known(g.remapped[1], known(hr.remapped_rows_uncorrected));
+      mig_->fill(hr, g.labels, dcgm_.empty() ? label_set{} : g.dcgm, kDcgmMigLabelsAt);
     }
     if (!dcgm_.empty() && !g.dcgm.labels().empty()) fill_dcgm(info, d, g.dcgm);
   }

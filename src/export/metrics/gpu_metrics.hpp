@@ -13,11 +13,13 @@
 //
 // Thread-safety: none; one per exposition, used by the thread that owns it.
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "backends/backend.hpp"
 #include "export/metrics/exposition.hpp"
+#include "export/metrics/mig_metrics.hpp"
 #include "sampler/sampler.hpp"
 
 namespace joules::exporter {
@@ -64,6 +66,7 @@ class gpu_metrics {
   metric_family* dram_power_ = nullptr;
   metric_family* dram_energy_ = nullptr;
   std::vector<metric_family*> dcgm_;  // one per entry of the dcgm table; empty without compat
+  std::optional<mig_metrics> mig_;
 };
 
 }  // namespace joules::exporter

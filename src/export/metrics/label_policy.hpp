@@ -14,13 +14,31 @@
 
 namespace joules::exporter {
 
-// Label names a user label may not take.  joules' own; dcgm-exporter's (for --dcgm-compat);
-// `job` and `instance`, which Prometheus attaches to every scraped series and would otherwise
-// rename to `exported_job`/`exported_instance`; `le` and `quantile`, which histograms and
+// Label names a user label may not take.  joules' own (MIG's included); dcgm-exporter's (for
+// --dcgm-compat); `job` and `instance`, which Prometheus attaches to every scraped series and would
+// otherwise rename to `exported_job`/`exported_instance`; `le` and `quantile`, which histograms and
 // summaries reserve.
-inline constexpr std::array<std::string_view, 15> kBuiltinLabelNames = {
-    "run_id",   "hostname",  "gpu",        "uuid", "model",    "vendor", "device",  "UUID",
-    "Hostname", "modelName", "pci_bus_id", "job",  "instance", "le",     "quantile"};
+inline constexpr std::array<std::string_view, 21> kBuiltinLabelNames = {"run_id",
+                                                                        "hostname",
+                                                                        "gpu",
+                                                                        "uuid",
+                                                                        "model",
+                                                                        "vendor",
+                                                                        "device",
+                                                                        "UUID",
+                                                                        "Hostname",
+                                                                        "modelName",
+                                                                        "pci_bus_id",
+                                                                        "job",
+                                                                        "instance",
+                                                                        "le",
+                                                                        "quantile",
+                                                                        "gpu_instance",
+                                                                        "compute_instance",
+                                                                        "mig_profile",
+                                                                        "mig_uuid",
+                                                                        "GPU_I_ID",
+                                                                        "GPU_I_PROFILE"};
 
 // The prefix a user label that clashes with a built-in gets: `gpu` becomes `label_gpu`.
 inline constexpr std::string_view kUserLabelPrefix = "label_";

@@ -1,0 +1,48 @@
+#pragma once
+// The MIG series of `joules serve` (docs/metrics.md, "MIG"): for each GPU in MIG mode, one series
+// per MIG device (a compute instance inside a GPU instance) with what the driver reports per
+// instance (memory), labelled with the GPU's own labels plus `gpu_instance`, `compute_instance`
+// and `mig_profile`; and per GPU, whether it is in MIG mode and how many instances share it.
+// With dcgm_compat, the instances' memory again under dcgm-exporter's names, with its
+// `GPU_I_PROFILE` and `GPU_I_ID` labels (docs/nvml-notes.md §10.2).
+//
+// Power and energy are the whole GPU's (docs/nvml-notes.md §9.3): they stay on the GPU's series
+// only, never on an instance's, so a sum over joules_gpu_energy_joules_total counts each GPU once
+// however many instances share it; `joules_gpu_mig_instances` says that they share it.
+//
+// Thread-safety: none; owned by gpu_metrics.
+
+#include <string>
+#include <vector>
+
+#include "backends/health.hpp"
+#include "export/metrics/exposition.hpp"
+
+namespace joules::exporter {
+
+// An instance's labels in joules' names: the GPU's labels (`gpu_labels`, the base labels
+// included) then gpu_instance, compute_instance, mig_profile.
+label_set mig_labels_of(const label_set& gpu_labels, const mig_instance_reading& m);
+
+class mig_metrics {
+ public:
+  // Registers joules' MIG families on `e`.  `fb_used` and `fb_free` are the dcgm-exporter
+  // families DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, or nullptr without --dcgm-compat.
+  mig_metrics(exposition& e, metric_family* fb_used, metric_family* fb_free);
+
+  // Adds one GPU's MIG series.  `dcgm` holds dcgm-exporter's labels of the GPU (empty: none),
+  // `dcgm_at` the position after which GPU_I_PROFILE and GPU_I_ID go (after modelName).
+  void fill(const health_reading& h, const label_set& gpu_labels, const label_set& dcgm,
+            std::size_t dcgm_at);
+
+ private:
+  metric_family* mode_ = nullptr;
+  metric_family* instances_ = nullptr;
+  metric_family* info_ = nullptr;
+  metric_family* total_ = nullptr;
+  metric_family* used_ = nullptr;
+  metric_family* fb_used_ = nullptr;
+  metric_family* fb_free_ = nullptr;
+};
+
+}  // namespace joules::exporter
