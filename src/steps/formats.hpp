@@ -54,6 +54,10 @@ struct format_state {
   std::uint64_t eval_bar_at = 0;  // the line the evaluation bar was last drawn on
   // YOLO-style table rows: whether their epochs count from 0 or 1 (the first row says).
   std::optional<std::uint64_t> row_epoch_base;
+  // An outer "Epoch" bar over the training bar ("Epoch:  33%|███▎ | 1/3"): its last count, and
+  // whether it went back since the training bar last counted (a new run).
+  std::optional<std::uint64_t> epoch_bar;
+  bool epoch_bar_back = false;
   // OLMo and Composer print a step header, then one metric per indented line.
   std::string_view metric_block;  // the format whose metric lines may follow
 };

@@ -146,6 +146,8 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
   }
   // Old Hugging Face scripts: an outer "Epoch" bar over an inner "Iteration" bar that restarts.
   if (desc == "Epoch" || desc == "Epochs" || desc == "epoch" || desc == "epochs") {
+    if (n == 0 || (st.epoch_bar && n < *st.epoch_bar)) st.epoch_bar_back = true;
+    st.epoch_bar = n;
     m.kind = line_kind::none;
     m.metrics_text = {};
     return true;
@@ -232,6 +234,8 @@ bool match_tqdm(std::string_view body, std::size_t pct, format_state& st, match&
       close != std::string_view::npos && postfix.find('{', close) == std::string_view::npos) {
     postfix = postfix.substr(0, close);
   }
+  // A bar at 0 that names epochs (an outer loop over the epochs begins): a new run.
+  if (*n == 0 && contains_ci(body, "epoch")) st.epoch_bar_back = true;
   return classify_bar(desc, *n, *total, postfix, st, m);
 }
 
