@@ -4,7 +4,6 @@
 // steps") describes the rules.
 
 #include "steps/counter_learner.hpp"
-#include "steps/field_words.hpp"
 
 namespace joules::steps {
 
@@ -61,11 +60,8 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
   }
   // No epoch printed: a counter that goes back to where it began is a new epoch, and the count
   // goes on (a bar that restarts every epoch: "190/190" in the second epoch is step 380).
-  // A counter keyed as the run's steps ("Step 100" after "Step 1000") goes back only when a
-  // new run starts.
-  const bool run_counter = c.place == field_place::keyed && counts_run_steps(c.key);
   if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride &&
-      (!c.total || c.total == t.last_total) && !run_counter) {
+      (!c.total || c.total == t.last_total)) {
     t.epoch_sum += c.total ? *c.total : *t.last_value;
     out.rolled = true;
   } else if (t.last_value && v < *t.last_value &&

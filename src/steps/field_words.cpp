@@ -233,12 +233,6 @@ std::string_view trim_key(std::string_view k) {
   return k;
 }
 
-bool counts_run_steps(std::string_view raw) {
-  const std::string_view key = trim_key(raw);
-  return starts_with_ci(key, "step") || starts_with_ci(key, "iter") ||
-         starts_with_ci(key, "update");
-}
-
 field_role role_of_key(std::string_view raw) {
   const std::string_view key = trim_key(raw);
   if (key.empty() || !is_alpha(key.front())) return field_role::none;

@@ -37,9 +37,6 @@ bool unit_word(std::string_view w);
 bool opens_bracket(std::string_view s, std::size_t start);
 // A row of a table drawn with bars: "|    n_updates        | 99       |".
 bool drawn_row(std::string_view s);
-// "step", "Iter", "iteration", "update": a key that counts the run's steps, not an epoch's
-// batches; such a counter that goes back is a new run, not a new epoch.
-bool counts_run_steps(std::string_view key);
 // "n_updates", "n_steps": a count of updates named in a table of training statistics.
 bool counted_updates(std::string_view key);
 // The word right after a number ("1epoch", "91300 iter") when it names a counter, or empty.
