@@ -12,7 +12,7 @@ namespace joules::session {
 namespace {
 
 // A set takes milliseconds; a driver that takes longer is hung (docs/tuning.md).
-constexpr std::chrono::milliseconds kControlWait{5000};
+constexpr std::chrono::milliseconds kSweepControlWait{5000};
 
 }  // namespace
 
@@ -36,7 +36,7 @@ void sweep_run::check(sampler& s, const std::vector<std::size_t>& measured) {
 void sweep_run::before_command(measurement& m) {
   control_ = std::make_unique<limit_control>(m.sampler(), *state_.claim);
   if (first_) {
-    const control_result probe = control_->probe(kControlWait);
+    const control_result probe = control_->probe(kSweepControlWait);
     if (!probe.ok()) {
       control_.reset();
       throw fatal_error(fmt::format("cannot sweep: the power limit cannot be set: {}{}",
@@ -48,7 +48,7 @@ void sweep_run::before_command(measurement& m) {
   } else {
     state_.claim->write_journal();
   }
-  for (const auto& o : control_->set_and_wait(result_.limit_mw, kControlWait)) {
+  for (const auto& o : control_->set_and_wait(result_.limit_mw, kSweepControlWait)) {
     if (o.result.ok()) continue;
     throw fatal_error(fmt::format(
         "cannot sweep: setting GPU {} to {} failed: {}", state_.claim->gpus()[o.gpu].index,
@@ -92,7 +92,7 @@ bool sweep_run::stop_command() {
 
 void sweep_run::after_command() {
   if (!control_) return;
-  for (const auto& o : control_->restore(kControlWait)) {
+  for (const auto& o : control_->restore(kSweepControlWait)) {
     if (o.result.ok()) continue;
     say(
         fmt::format("warning: sweep: GPU {}'s power limit could not be set back to {}: {}; the "

@@ -17,7 +17,7 @@ namespace {
 
 // How long a probe or the restore waits for the sampler's thread: a set takes milliseconds; a
 // driver that takes longer is hung, and the journal then does the restore's work.
-constexpr std::chrono::milliseconds kControlWait{5000};
+constexpr std::chrono::milliseconds kTuneControlWait{5000};
 
 std::string percent(double fraction) {
   return fmt::format("{:+.1f} %", fraction * 100.0);
@@ -61,7 +61,7 @@ void tune_hooks::before_command(measurement& m) {
   m_ = &m;
   if (state_ == state::profiling) {
     control_ = std::make_unique<limit_control>(m.sampler(), *claim_);
-    const control_result probe = control_->probe(kControlWait);
+    const control_result probe = control_->probe(kTuneControlWait);
     if (!probe.ok()) {
       unavailable_ = fmt::format("the power limit cannot be set: {}{}",
                                  text::escape_for_terminal(probe.detail), control_hint(probe));
@@ -272,7 +272,7 @@ void tune_hooks::after_command() {
     claim_.reset();
     return;
   }
-  restored_ = control_->restore(kControlWait);
+  restored_ = control_->restore(kTuneControlWait);
   std::vector<std::string> back;
   for (const auto& o : restored_) {
     const auto& g = claim_->gpus()[o.gpu];

@@ -20,7 +20,7 @@
 namespace joules::steps {
 namespace {
 
-bool contains(std::string_view s, std::string_view needle) {
+bool text_contains(std::string_view s, std::string_view needle) {
   return s.find(needle) != std::string_view::npos;
 }
 
@@ -80,7 +80,7 @@ bool match_mm(std::string_view body, match& m) {
   skip_past(c, ']');
   const std::string_view rest = c.rest();
   if (loop != "train") {
-    set_kind(m, contains(rest, "eta:") ? line_kind::phase_begin : line_kind::phase_end, format,
+    set_kind(m, text_contains(rest, "eta:") ? line_kind::phase_begin : line_kind::phase_end, format,
              rest);
     return true;
   }
@@ -103,7 +103,7 @@ bool match_imagenet_style(std::string_view body, match& m) {
   std::optional<std::uint64_t> total;
   if (c.eat("Test: ") || c.eat("Test (EMA): ")) {
     if (!bracket_fraction(c, n, total)) return false;
-    set_kind(m, line_kind::phase_begin, contains(body, "\t") ? "imagenet" : "timm", {});
+    set_kind(m, line_kind::phase_begin, text_contains(body, "\t") ? "imagenet" : "timm", {});
     return true;
   }
   const bool timm = c.eat("Train: ");
@@ -188,7 +188,7 @@ bool match_word_lm(std::string_view body, match& m) {
   cursor c(body);
   if (c.eat("end of epoch ")) {
     const std::size_t bar = body.find('|');
-    if (bar == std::string_view::npos || !contains(body, "valid loss")) return false;
+    if (bar == std::string_view::npos || !text_contains(body, "valid loss")) return false;
     set_kind(m, line_kind::phase_end, "word_language_model", body.substr(bar + 1),
              metric_style::spaced);
     return true;
@@ -237,7 +237,7 @@ bool match_lower_e(std::string_view body, match& m) {
 bool match_dict(std::string_view body, match& m) {
   if (body.size() < 3 || (body[1] != '\'' && body[1] != '"')) return false;
   if (body[1] == '"') {
-    if (contains(body, "\"valid_")) {
+    if (text_contains(body, "\"valid_")) {
       set_kind(m, line_kind::phase_end, "fairseq", body);
       m.step = find_key_uint(body, "num_updates").value_or(0);
       return true;
@@ -248,7 +248,7 @@ bool match_dict(std::string_view body, match& m) {
     m.step = *u;
     return true;
   }
-  const bool eval = body.substr(0, 7) == "{'eval_" || contains(body, ", 'eval_loss'");
+  const bool eval = body.substr(0, 7) == "{'eval_" || text_contains(body, ", 'eval_loss'");
   set_kind(m, eval ? line_kind::phase_end : line_kind::none, "hf_trainer", body);
   // The TensorFlow Trainer has no progress bar: its dicts carry the step.
   if (!eval) {
@@ -280,7 +280,7 @@ bool match_bare_fraction(std::string_view body, match& m) {
   c.skip_spaces();
   const std::string_view rest = c.rest();
   // char-rnn and torch-rnn: "170/9500 (epoch 0.895), train_loss = 2.84, grad/param norm = ..."
-  if (rest.substr(0, 7) == "(epoch " && contains(rest, "train_loss")) {
+  if (rest.substr(0, 7) == "(epoch " && text_contains(rest, "train_loss")) {
     set_kind(m, line_kind::step, "char-rnn", rest.substr(rest.find(')') + 1));
     m.step = n;
     m.total = total;

@@ -118,7 +118,7 @@ std::uint64_t description_hash(std::string_view text) {
   return h;
 }
 
-bool blank(std::string_view s) {
+bool segment_blank(std::string_view s) {
   for (const char c : s) {
     if (!is_space(c)) return false;
   }
@@ -163,7 +163,7 @@ parsed_line step_parser::parse_line(std::string_view line, std::string* why) {
     const std::size_t cr = line.find('\r', begin);
     const std::string_view seg =
         line.substr(begin, cr == std::string_view::npos ? std::string_view::npos : cr - begin);
-    if (!blank(seg)) {
+    if (!segment_blank(seg)) {
       ++segments;
       parsed_line p = parse_segment(seg, why ? &segment_why : nullptr);
       add_missing(metrics, p.metrics);
