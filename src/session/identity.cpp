@@ -13,7 +13,7 @@
 namespace joules::session {
 namespace {
 
-std::optional<std::string> env(const char* name) {
+std::optional<std::string> identity_env(const char* name) {
   const char* v = std::getenv(name);
   return v != nullptr && v[0] != '\0' ? std::optional<std::string>(v) : std::nullopt;
 }
@@ -47,11 +47,11 @@ std::string user_name() {
       found->pw_name != nullptr) {
     return found->pw_name;
   }
-  return env("USER").value_or("");
+  return identity_env("USER").value_or("");
 }
 
 std::string host_name() {
-  if (auto h = env("JOULES_HOSTNAME")) return *h;
+  if (auto h = identity_env("JOULES_HOSTNAME")) return *h;
   std::array<char, 256> buf{};
   if (gethostname(buf.data(), buf.size() - 1) != 0) return "unknown";
   return buf.data();
@@ -59,9 +59,9 @@ std::string host_name() {
 
 std::string resolve_run_id(const std::optional<std::string>& option) {
   if (option) return *option;
-  if (auto id = env("JOULES_RUN_ID")) return *id;
-  if (auto job = env("SLURM_JOB_ID")) {
-    if (auto step = env("SLURM_STEP_ID")) return *job + "." + *step;
+  if (auto id = identity_env("JOULES_RUN_ID")) return *id;
+  if (auto job = identity_env("SLURM_JOB_ID")) {
+    if (auto step = identity_env("SLURM_STEP_ID")) return *job + "." + *step;
     return *job;
   }
   return random_run_id();
