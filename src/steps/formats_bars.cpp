@@ -173,6 +173,12 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
   return true;
 }
 
+// A bar at 0 that names epochs: an outer loop over the epochs begins, a new run.  Out of line:
+// rare, and kept off the path of every bar.
+[[gnu::noinline]] void note_epochs_bar(std::string_view body, format_state& st) {
+  if (contains_ci(body, "epoch")) st.epoch_bar_back = true;
+}
+
 // A training bar before its first iteration ("0/870") has not done a step yet.
 bool classify_bar(std::string_view desc, std::uint64_t n, std::uint64_t total,
                   std::string_view postfix, format_state& st, match& m) {
@@ -234,8 +240,7 @@ bool match_tqdm(std::string_view body, std::size_t pct, format_state& st, match&
       close != std::string_view::npos && postfix.find('{', close) == std::string_view::npos) {
     postfix = postfix.substr(0, close);
   }
-  // A bar at 0 that names epochs (an outer loop over the epochs begins): a new run.
-  if (*n == 0 && contains_ci(body, "epoch")) st.epoch_bar_back = true;
+  if (*n == 0) note_epochs_bar(body, st);
   return classify_bar(desc, *n, *total, postfix, st, m);
 }
 
