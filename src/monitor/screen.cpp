@@ -19,7 +19,8 @@ namespace joules::monitor {
 namespace {
 
 enum class detail { full, medium, compact, minimal };
-constexpr std::array kLevels = {detail::full, detail::medium, detail::compact, detail::minimal};
+constexpr std::array kScreenLevels = {detail::full, detail::medium, detail::compact,
+                                      detail::minimal};
 
 // Four lines and more per GPU: what the full block says, without the identifiers and with
 // fewer labels.
@@ -90,8 +91,8 @@ void minimal_block(lines& out, const device_view& d, std::size_t width, const pa
   flow(out, paint(fmt::format("GPU {:<2}", d.info.index), kBold), v, width, 7);
 }
 
-void block(lines& out, detail level, const screen_model& m, const device_view& d, std::size_t width,
-           const painter& paint) {
+void device_block(lines& out, detail level, const screen_model& m, const device_view& d,
+                  std::size_t width, const painter& paint) {
   switch (level) {
     case detail::full:
       full_block(out, m, d, width, paint, /*spark=*/true);
@@ -154,15 +155,15 @@ lines overview(const screen_model& m, std::size_t width, std::size_t height, con
     std::size_t total = 0;
     for (std::size_t i = 0; i < n; ++i) {
       blocks[i].clear();
-      block(blocks[i], level, m, m.gpus[i], width, paint);
+      device_block(blocks[i], level, m, m.gpus[i], width, paint);
       total += blocks[i].size();
     }
     return total;
   };
   std::optional<std::size_t> chosen;
   std::size_t total = 0;
-  for (std::size_t k = 0; k + 1 < kLevels.size() && !chosen; ++k) {
-    total = render_all(kLevels[k]);
+  for (std::size_t k = 0; k + 1 < kScreenLevels.size() && !chosen; ++k) {
+    total = render_all(kScreenLevels[k]);
     if (total + want_procs <= avail) chosen = k;
   }
   lines body;
@@ -181,7 +182,7 @@ lines overview(const screen_model& m, std::size_t width, std::size_t height, con
     for (std::size_t i : order) {
       if (*chosen == 0 || spare == 0) break;
       lines richer;
-      block(richer, kLevels[*chosen - 1], m, m.gpus[i], width, paint);
+      device_block(richer, kScreenLevels[*chosen - 1], m, m.gpus[i], width, paint);
       const std::size_t extra = richer.size() - blocks[i].size();
       if (extra > spare) continue;
       spare -= extra;

@@ -50,10 +50,15 @@ struct format_state {
   // lines): a training bar that advances now counts the evaluation's batches (Lightning 1.x),
   // not training steps.
   bool eval_bar_open = false;
+  // A bar over the epochs started again since the training bar last counted (a new run): an
+  // outer "Epoch" bar that went back ("Epoch:   0%| | 0/3" after "Epoch:  67%| | 2/3"; its last
+  // count is `epoch_bar`), or a bar at 0 whose line names epochs.
+  bool epoch_bar_back = false;
   std::uint64_t lines = 0;        // lines (rewrites) read
   std::uint64_t eval_bar_at = 0;  // the line the evaluation bar was last drawn on
   // YOLO-style table rows: whether their epochs count from 0 or 1 (the first row says).
   std::optional<std::uint64_t> row_epoch_base;
+  std::optional<std::uint64_t> epoch_bar;
   // OLMo and Composer print a step header, then one metric per indented line.
   std::string_view metric_block;  // the format whose metric lines may follow
 };

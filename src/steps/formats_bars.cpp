@@ -146,6 +146,8 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
   }
   // Old Hugging Face scripts: an outer "Epoch" bar over an inner "Iteration" bar that restarts.
   if (desc == "Epoch" || desc == "Epochs" || desc == "epoch" || desc == "epochs") {
+    if (n == 0 || (st.epoch_bar && n < *st.epoch_bar)) st.epoch_bar_back = true;
+    st.epoch_bar = n;
     m.kind = line_kind::none;
     m.metrics_text = {};
     return true;
@@ -169,6 +171,12 @@ bool classify(std::string_view desc, std::uint64_t n, std::uint64_t total, std::
   // is step 380).
   m.goes_on = true;
   return true;
+}
+
+// A bar at 0 that names epochs: an outer loop over the epochs begins, a new run.  Out of line:
+// rare, and kept off the path of every bar.
+[[gnu::noinline]] void note_epochs_bar(std::string_view body, format_state& st) {
+  if (contains_ci(body, "epoch")) st.epoch_bar_back = true;
 }
 
 // A training bar before its first iteration ("0/870") has not done a step yet.
@@ -232,6 +240,7 @@ bool match_tqdm(std::string_view body, std::size_t pct, format_state& st, match&
       close != std::string_view::npos && postfix.find('{', close) == std::string_view::npos) {
     postfix = postfix.substr(0, close);
   }
+  if (*n == 0) note_epochs_bar(body, st);
   return classify_bar(desc, *n, *total, postfix, st, m);
 }
 

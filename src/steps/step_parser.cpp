@@ -382,7 +382,14 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
       const bool redrawn = m.goes_on && same && m.step == *s.last_batch && m.step == *m.total &&
                            s.formats.lines > s.last_batch_line + 1 && desc != s.last_batch_desc;
       s.last_batch_desc = desc;
-      if (same && (m.step < *s.last_batch || redrawn)) {
+      if (s.formats.epoch_bar_back) {
+        // An outer epoch bar went back since the last count: a new run, counted from where it
+        // says.
+        s.formats.epoch_bar_back = false;
+        s.epoch_base = 0;
+        s.epochs_counted = 0;
+        out.counter_restarted = same && m.step < *s.last_batch;
+      } else if (same && (m.step < *s.last_batch || redrawn)) {
         s.epoch_base += s.last_batch_total;
         ++s.epochs_counted;
         out.counter_restarted = true;

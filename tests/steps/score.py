@@ -2,7 +2,7 @@
 """Score `joules steps` against hand-labelled logs.
 
     tests/steps/score.py --joules build/release/src/joules tests/steps/heldout [DIR...] [--json]
-                         [--problems] [--list FILE] [--total-only]
+                         [--problems] [--list FILE] [--total-only] [--diagnose]
 
 For every `*.log` in the directories, runs `JOULES steps --json FILE` and compares each line with
 the sidecar `NAME.expected.jsonl` (the format of tests/steps/corpus/README.md: one object per line
@@ -27,13 +27,19 @@ Per file and in total it reports:
 
 --problems also lists every line where joules and the sidecar differ.  --list FILE scores only the
 logs FILE names (one file name a line, `#` starts a comment; tests/steps/corpus/
-collected_third_round.txt).  --total-only prints the totals and no file's row or line.  It is a measuring tool,
+collected_third_round.txt).  --total-only prints the totals and no file's row or line.
+--diagnose prints, over the whole set, only counts of the wrong and missed step lines by kind of
+error (how the step joules gave relates to the expected one, and the shape of the text that holds
+the expected number): no file name, no line, no number from a line, so that it may be run on a
+held-out set.  It is a measuring tool,
 not a test: the exit status is 0 whatever the scores, 2 when a log, a sidecar or joules' output
 cannot be read.
 """
 
 import argparse
 import json
+import math
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -105,6 +111,7 @@ def score_file(joules: str, log: Path):
     t = dict.fromkeys(FIELDS, 0)
     t["lines"] = count_lines(log)
     problems = []
+    errors = []  # (line number, expected step, step joules gave or None), for --diagnose
     for n in range(1, t["lines"] + 1):
         want = expected.get(n)
         have = got.get(n, {"kind": "none"})
@@ -123,10 +130,12 @@ def score_file(joules: str, log: Path):
                                     f"{have.get('step_gap')} (expected {want.get('gap')})")
             elif have_kind == "step":
                 t["wrong"] += 1
+                errors.append((n, want["step"], have.get("step")))
                 problems.append(f"{log.name}:{n}: step {have.get('step')}, expected "
                                 f"{want['step']}")
             else:
                 t["missed"] += 1
+                errors.append((n, want["step"], None))
                 problems.append(f"{log.name}:{n}: missed step {want['step']} (got {have_kind})")
         elif want_kind in ("phase_begin", "phase_end"):
             t["phases"] += 1
@@ -141,7 +150,274 @@ def score_file(joules: str, log: Path):
         if want_kind == "none" and have_kind in ("phase_begin", "phase_end"):
             t["f.phase"] += 1
     t["look"] = sum(1 for n in lookalike if 1 <= n <= t["lines"])
-    return t, problems
+    steps_expected = [(n, o["step"]) for n, o in sorted(expected.items()) if o["kind"] == "step"]
+    return t, problems, (errors, steps_expected, got)
+
+
+NUM_RE = re.compile(r"\d+")
+STEP_WORDS = ("step", "iter", "it", "batch", "update", "upd", "global", "minibatch", "round",
+              "tick", "nupdates", "sample", "kimg", "timestep")
+EPOCH_WORDS = ("epoch", "ep", "e")
+
+
+def word_class(word: str) -> str:
+    w = word.lower().strip("_-. ")
+    if not w:
+        return "none"
+    if w in EPOCH_WORDS or w.startswith("epoch"):
+        return "epoch-word"
+    if any(w.startswith(k) for k in STEP_WORDS):
+        return "step-word"
+    return "other-word"
+
+
+def shape_of(line: str, value: int) -> str:
+    """The shape of the text around the first whole number equal to value in line."""
+    for m in NUM_RE.finditer(line):
+        if int(m.group()) != value:
+            continue
+        a, b = m.start(), m.end()
+        if a > 0 and line[a - 1] in ".-" or b < len(line) and line[b] == ".":
+            continue  # part of a decimal or a date
+        before, after = line[:a], line[b:]
+        lead = not re.search(r"[A-Za-z0-9]", re.sub(r"^\S*\d[:\-T]\d\S*\s*", "", before))
+        frac = re.match(r"\s*/\s*\d", after)
+        opened = before.rstrip()[-1:] in "[("
+        word = re.search(r"([A-Za-z_][A-Za-z_ .-]*?)\W*$", before)
+        wc = word_class(word.group(1).split()[-1]) if word and word.group(1).split() else "none"
+        if "%|" in line or re.search(r"(it/s|s/it)\]", line):
+            kind = "tqdm-bar"
+        elif re.search(r"\"[^\"]+\"\s*:\s*$", before):
+            kind = "json-key"
+        elif frac and opened:
+            kind = "bracketed N/M"
+        elif frac:
+            kind = "bare N/M"
+        elif opened:
+            kind = "bracketed N"
+        elif re.search(r"[=]\s*$", before):
+            kind = "key=N"
+        elif re.search(r":\s*$", before):
+            kind = "key: N"
+        elif lead:
+            kind = "leading column"
+        else:
+            kind = "key N (word before)"
+        return f"{kind}, {wc}" + (", first token" if lead and kind != "leading column" else "")
+    return "expected number not in line"
+
+
+def bump(diag: dict, section: str, key: str, n: int = 1) -> None:
+    diag.setdefault(section, {})
+    diag[section][key] = diag[section].get(key, 0) + n
+
+
+def diagnose_file(log: Path, everything, diag: dict) -> None:
+    errs, steps_expected, got = everything
+    lines = log.read_bytes().decode("utf-8", errors="replace").split("\n")
+    run_of, run, prev, first_of_streak = {}, 0, None, set()
+    for n, w in steps_expected:
+        if prev is not None and w < prev:
+            run += 1
+        run_of[n] = run
+        prev = w
+    wrong_lines = {n for n, _, _ in errs}
+    prev_n = None
+    for n, w in steps_expected:
+        if n in wrong_lines and (prev_n is None or prev_n not in wrong_lines):
+            first_of_streak.add(n)
+        prev_n = n
+    last_of_run, prev_run_sum = {}, {}
+    for n, w in steps_expected:
+        last_of_run[run_of[n]] = max(last_of_run.get(run_of[n], 0), w)
+    acc = 0
+    for r in range(run + 1):
+        prev_run_sum[r] = acc
+        acc += last_of_run.get(r, 0)
+    for n, w, g in errs:
+        r = run_of.get(n, 0)
+        if g is None or r == 0:
+            continue
+        d = g - w
+        what = ("the last step of the run before" if d == last_of_run.get(r - 1) else
+                "the sum of the runs before" if d == prev_run_sum[r] else
+                "positive, other" if d > 0 else "negative")
+        bump(diag, "wrong in a later run: got - expected", what)
+        bump(diag, "wrong in a later run: joules' format, by got - expected",
+             what + ": " + str(got.get(n, {}).get("format")))
+        line = lines[n - 1] if n - 1 < len(lines) else ""
+        feats = [name for name, rx in (("epoch word", r"(?i)\bep(och)?\b|epoch"),
+                                       ("N/M", r"\d\s*/\s*\d"), ("tqdm", r"%\||it/s|s/it"),
+                                       ("step word", r"(?i)step|iter|batch"),
+                                       ("brackets", r"[\[(]\s*\d"))
+                 if re.search(rx, line)]
+        bump(diag, "wrong in a later run: line features, by got - expected",
+             what + ": " + (", ".join(feats) or "none"))
+    wrong_at = {n for n, _, g in errs if g is not None}
+    frac_re = re.compile(r"(\d+)\s*/\s*(\d+)")
+    for i in range(1, len(steps_expected)):
+        (pn, pw), (n, w) = steps_expected[i - 1], steps_expected[i]
+        if w >= pw or n not in wrong_at:
+            continue
+        a = frac_re.findall(lines[pn - 1]) if pn - 1 < len(lines) else []
+        b = frac_re.findall(lines[n - 1]) if n - 1 < len(lines) else []
+        between = lines[pn:n - 1]
+        feats = [
+            "joules " + str(got.get(n, {}).get("format")),
+            "no N/M" if not a or not b else
+            ("last run at its total" if int(a[-1][0]) >= int(a[-1][1]) else "last run short of its total")
+            + (", same total" if a[-1][1] == b[-1][1] else ", other total"),
+            "lines between: " + ("0" if not between else "1-5" if len(between) <= 5 else "6-50" if len(between) <= 50 else ">50"),
+        ]
+        for m in range(pn + 1, n):
+            o = got.get(m, {})
+            bump(diag, "new runs where joules is wrong: joules on the lines between",
+                 f"{o.get('format')} {o.get('kind')}" +
+                 (" (has 'epoch')" if re.search(r"(?i)epoch", lines[m - 1]) else "") +
+                 (" (a bar)" if "%|" in lines[m - 1] else ""))
+        if any(re.search(r"(?i)epoch", x) for x in between):
+            feats.append("'epoch' between")
+        if any(re.search(r"%\|", x) for x in between):
+            feats.append("a bar between")
+        if any(re.search(r"(?i)\b(loading|load|config|arguments|args|namespace|running training|start)", x) for x in between):
+            feats.append("setup words between")
+        bump(diag, "new runs (expected goes back) where joules is wrong: what is around",
+             "; ".join(feats))
+    for n, w, g in errs:
+        bump(diag, "wrong or missed: which run of the file (expected steps go back = new run)",
+             ("first run" if run_of.get(n, 0) == 0 else "a later run") +
+             (", missed" if g is None else ", wrong"))
+    for n in first_of_streak:
+        idx = [m for m, _ in steps_expected].index(n)
+        w = steps_expected[idx][1]
+        pw = steps_expected[idx - 1][1] if idx else None
+        g = got.get(n, {})
+        bump(diag, "streaks of wrong or missed lines: how the first one starts",
+             ("first step line of the file" if pw is None else
+              "expected goes back there (new run)" if w < pw else
+              "expected repeats" if w == pw else "expected goes on") +
+             (", joules says restart" if g.get("counter_restarted") else "") +
+             (", missed" if g.get("kind") != "step" else ""))
+    lines = log.read_bytes().decode("utf-8", errors="replace").split("\n")
+    wrong = [(n, w, g) for n, w, g in errs if g is not None]
+    missed = [(n, w) for n, w, g in errs if g is None]
+    if wrong:
+        bump(diag, "files", "with wrong step numbers")
+        diffs = {w - g for _, w, g in wrong}
+        ratios = {w / g if g else None for _, w, g in wrong}
+        if len(diffs) == 1:
+            bump(diag, "wrong: per file", "one constant offset (expected - got) for all", len(wrong))
+        elif len(ratios) == 1 and None not in ratios:
+            bump(diag, "wrong: per file", "one constant ratio (expected / got) for all", len(wrong))
+        else:
+            # a modulus K with expected == got (mod K) on every wrong line: epoch-local counter
+            ks = [d for d in diffs if d > 0]
+            k = 0
+            for d in ks:
+                k = d if k == 0 else math.gcd(k, d)
+            if k > 1 and all(w > g for _, w, g in wrong) and len(diffs) > 1:
+                bump(diag, "wrong: per file", "expected = got + multiple of one K (local counter)",
+                     len(wrong))
+            else:
+                bump(diag, "wrong: per file", "no single relation", len(wrong))
+    composition(lines, wrong, diag)
+    for n, w in missed:
+        bump(diag, "missed: what joules made of the line", str(everything[2].get(n, {}).get("kind", "none")))
+    for n, w, g in wrong:
+        bump(diag, "wrong: joules' format", str(everything[2].get(n, {}).get("format")))
+        line = lines[n - 1] if n - 1 < len(lines) else ""
+        nums = {int(x) for x in NUM_RE.findall(line)}
+        rel = "got > expected" if g > w else "got < expected"
+        if g == 0:
+            rel = "got 0"
+        bump(diag, "wrong: relation", rel)
+        lit = ("expected in line" if w in nums else "expected not in line") + ", " + (
+            "got in line" if g in nums else "got not in line")
+        bump(diag, "wrong: literal", lit)
+        bump(diag, "wrong: shape of expected", shape_of(line, w))
+        if g in nums:
+            bump(diag, "wrong: shape of got", shape_of(line, g))
+    for n, w in missed:
+        line = lines[n - 1] if n - 1 < len(lines) else ""
+        bump(diag, "missed: shape of expected", shape_of(line, w))
+
+
+def per_epoch_length(lines, rows, which: int):
+    """(P, base, lines explained): the one epoch length P and base (0 or 1) that explain the most
+    rows' step (rows[i][which]) as (e - base) * P + c with e and c whole numbers of the line."""
+    votes = {}
+    for row in rows:
+        n, step = row[0], row[which]
+        nums = sorted({int(x) for x in NUM_RE.findall(lines[n - 1] if n - 1 < len(lines) else "")
+                       if len(x) < 10})
+        seen = set()
+        for e in nums:
+            for c in nums:
+                for base in (0, 1):
+                    if e - base <= 0 or (step - c) <= 0 or (step - c) % (e - base):
+                        continue
+                    key = ((step - c) // (e - base), base)
+                    if key not in seen:
+                        seen.add(key)
+                        votes[key] = votes.get(key, 0) + 1
+    if not votes:
+        return None, None, 0
+    (p, base), count = max(votes.items(), key=lambda kv: (kv[1], -kv[0][0]))
+    return p, base, count
+
+
+def composition(lines, wrong, diag: dict) -> None:
+    if not wrong:
+        return
+    pe, be, ce = per_epoch_length(lines, wrong, 1)
+    pg, bg, cg = per_epoch_length(lines, wrong, 2)
+    half = (len(wrong) + 1) // 2
+    if ce < half:
+        what = "expected not an epoch composition of the line's numbers"
+    elif cg < half:
+        what = "expected composed, got not composed from the line's numbers"
+    elif pe == pg and be != bg:
+        what = "same epoch length, other epoch base (0 or 1)"
+    elif pe == pg:
+        what = "same epoch length and base (other counter)"
+    elif abs(pe - pg) == 1:
+        what = "epoch length off by one"
+    elif pg > pe and pg % pe == 0 or pe > pg and pe % pg == 0:
+        what = "epoch length a whole multiple of the expected one" if pg > pe else \
+            "expected epoch length a whole multiple of the one used"
+    else:
+        what = "other epoch length (" + ("longer" if pg > pe else "shorter") + ")"
+    bump(diag, "wrong: epoch composition per file (lines)", what, len(wrong))
+    bump(diag, "wrong: epoch composition (files)", what)
+    text = "\n".join(lines)
+    totals = {int(x) for x in re.findall(r"/\s*(\d+)", text) if len(x) < 10}
+    if pe and ce >= half:
+        bump(diag, "wrong: expected epoch length (lines)",
+             "printed as a total (/M)" if pe in totals else
+             "printed total + 1" if pe - 1 in totals else
+             "printed total - 1" if pe + 1 in totals else "not printed as a total", len(wrong))
+    if pg and cg >= half:
+        bump(diag, "wrong: epoch length joules used (lines)",
+             "printed as a total (/M)" if pg in totals else
+             "printed total + 1" if pg - 1 in totals else
+             "printed total - 1" if pg + 1 in totals else "not printed as a total", len(wrong))
+    diffs = [w - g for _, w, g in wrong]
+    distinct = len(set(diffs))
+    changes = sum(1 for a, b in zip(diffs, diffs[1:]) if a != b)
+    bump(diag, "wrong: expected - got along the file (lines)",
+         "one value" if distinct == 1 else
+         "steps of values (changes on under a tenth of lines)" if changes * 10 < len(diffs) else
+         "changes often", len(wrong))
+    monotone = all(b[1] >= a[1] for a, b in zip(wrong, wrong[1:]))
+    bump(diag, "wrong: expected steps along the file (lines)",
+         "never go back" if monotone else "go back (several runs)", len(wrong))
+
+
+def print_diagnosis(diag: dict) -> None:
+    for section in sorted(diag):
+        print(section)
+        for key, count in sorted(diag[section].items(), key=lambda kv: -kv[1]):
+            print(f"  {count:>5}  {key}")
 
 
 def pct(num: int, den: int) -> str:
@@ -170,6 +446,8 @@ def main() -> int:
     ap.add_argument("--list", help="score only the logs this file names")
     ap.add_argument("--total-only", action="store_true",
                     help="print the totals only, no file's row or line")
+    ap.add_argument("--diagnose", action="store_true",
+                    help="print only counts of wrong and missed step lines by kind of error")
     ap.add_argument("dirs", nargs="+", help="directories holding NAME.log + NAME.expected.jsonl")
     args = ap.parse_args()
 
@@ -195,10 +473,13 @@ def main() -> int:
         logs = [log for log in logs if log.name in names]
     rows = []
     problems = []
+    diag = {}
     total = dict.fromkeys(FIELDS, 0)
     try:
         for log in logs:
-            t, probs = score_file(args.joules, log)
+            t, probs, errs = score_file(args.joules, log)
+            if args.diagnose:
+                diagnose_file(log, errs, diag)
             rows.append((log.name[:-len(".log")], t))
             problems += probs
             for k in FIELDS:
@@ -207,6 +488,9 @@ def main() -> int:
         print(f"score.py: {e}", file=sys.stderr)
         return 2
 
+    if args.diagnose:
+        print_diagnosis(diag)
+        return 0
     if args.json:
         def with_rates(t):
             out = dict(t)

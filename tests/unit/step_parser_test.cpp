@@ -128,6 +128,32 @@ TEST(StepParser, EpochIndexNotPrintedIsCountedFromRestarts) {
   EXPECT_TRUE(r.counter_restarted);
 }
 
+TEST(StepParser, AnEpochsBarThatStartsAgainIsANewRun) {
+  {
+    step_parser p;  // an outer "Epoch" bar over a training bar that restarts every epoch
+    p.parse("Epoch:   0%|          | 0/3 [00:00<?, ?it/s]");
+    p.parse("Iteration: 100%|██████████| 100/100 [00:10<00:00, 10.00it/s]");
+    p.parse("Epoch:  33%|███▎      | 1/3 [00:10<00:20, 10.00s/it]");
+    EXPECT_EQ(p.parse("Iteration:   1%|          | 1/100 [00:00<00:10, 10.00it/s]").step, 101u);
+    p.parse("Iteration: 100%|██████████| 100/100 [00:10<00:00, 10.00it/s]");
+    p.parse("Epoch:   0%|          | 0/3 [00:00<?, ?it/s]");  // the next run
+    const auto r = p.parse("Iteration:   1%|          | 1/100 [00:00<00:10, 10.00it/s]");
+    EXPECT_EQ(r.step, 1u);
+    EXPECT_TRUE(r.counter_restarted);
+  }
+  {
+    step_parser p;  // a bar over the epochs at 0, untitled, names them
+    p.parse("Training: 100%|██████████| 100/100 [00:10<00:00, 10.00it/s]");
+    p.parse("  0%|          | 0/3 [00:00<?, ?it/s, epoch=0]");
+    EXPECT_EQ(p.parse("Training:   1%|          | 1/100 [00:00<00:10, 10.00it/s]").step, 1u);
+  }
+  {
+    step_parser p;  // without it, the training bar goes on counting
+    p.parse("Training: 100%|██████████| 100/100 [00:10<00:00, 10.00it/s]");
+    EXPECT_EQ(p.parse("Training:   1%|          | 1/100 [00:00<00:10, 10.00it/s]").step, 101u);
+  }
+}
+
 TEST(StepParser, TheEpochAndTheNumberOfEpochs) {
   {
     step_parser p;  // Keras: the header says both
