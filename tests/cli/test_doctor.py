@@ -130,6 +130,7 @@ CONDITIONS = [
     (h100(persistence_mode=False), "persistence_off", "warning", 1),
     (dict(h100(), limits={"current_w": 500}), "power_limit_below_default", "warning", 1),
     (h100(temperature_c=91), "temperature_high", "warning", 1),
+    (h100(nvlink_links=18, nvlink_links_down=[5]), "nvlink_down", "warning", 1),
 ]
 
 
@@ -153,9 +154,12 @@ def test_each_health_condition_gives_its_finding_and_exit_status(device, code, s
 
 def test_information_alone_keeps_the_machine_healthy():
     idle_link = h100(pcie_generation=1, gpu_util_percent=0, clocks_event_reasons=0x1)
-    r, rep = doctor_json({"devices": [idle_link, h100(ecc_corrected=7, pcie_replay_counter=2)]})
+    old_errors = h100(ecc_corrected=7, pcie_replay_counter=2, nvlink_links=4,
+                      nvlink_replay_errors=4)
+    r, rep = doctor_json({"devices": [idle_link, old_errors]})
     assert r.returncode == 0, rep["findings"]
-    assert {"pcie_generation_idle", "ecc_corrected", "pcie_replays"} <= set(codes(rep, "info"))
+    assert {"pcie_generation_idle", "ecc_corrected", "pcie_replays",
+            "nvlink_errors"} <= set(codes(rep, "info"))
 
 
 def has_cap_sys_admin():
