@@ -617,9 +617,9 @@ def test_q_quits_is_not_offered_without_a_keyboard(tmp):
 
 def test_output_is_rotated_past_its_size_keeping_n_files(tmp):
     out = tmp / "gpus.jsonl"
-    # A record of two simulated GPUs is about 3 kB: 7 kB holds two, so files rotate every two.
+    # A record of two simulated GPUs is about 3.5 kB: 8 kB holds two, so files rotate every two.
     p = subprocess.Popen([JOULES, "monitor", "--backend", "sim", "--sim-gpus", "2", "--interval",
-                          "50", "--output", out, "--output-max-size", "7000", "--output-keep",
+                          "50", "--output", out, "--output-max-size", "8000", "--output-keep",
                           "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.0)
     p.send_signal(signal.SIGINT)
@@ -631,7 +631,7 @@ def test_output_is_rotated_past_its_size_keeping_n_files(tmp):
     times = []
     for name in ("gpus.jsonl.2", "gpus.jsonl.1", "gpus.jsonl"):
         text = (tmp / name).read_text()
-        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        assert len(text.encode()) <= 8000 and text.endswith("\n"), name
         records = [json.loads(line) for line in text.splitlines()]
         assert records and all(r["type"] == "monitor_sample" for r in records)
         times += [r["monotonic_s"] for r in records]

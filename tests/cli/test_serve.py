@@ -426,7 +426,7 @@ def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
     out = tmp_path / "node.jsonl"
     no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
     p = serve("--backend", "sim", "--sim-gpus", "2", "--interval", "50", "--output", out,
-              "--output-max-size", "7000", "--output-keep", "2", env=no_rapl)
+              "--output-max-size", "8000", "--output-keep", "2", env=no_rapl)
     procs.append(p)
     p.scrape()
     time.sleep(2.0)
@@ -437,7 +437,7 @@ def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
     times = []
     for name in ("node.jsonl.2", "node.jsonl.1", "node.jsonl"):
         text = (tmp_path / name).read_text()
-        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        assert len(text.encode()) <= 8000 and text.endswith("\n"), name
         records = [json.loads(line) for line in text.splitlines()]
         assert records and all(r["type"] == "monitor_sample" for r in records), name
         assert all([d["method"] for d in r["devices"]] == ["simulated", "simulated"]
