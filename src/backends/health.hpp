@@ -54,10 +54,25 @@ struct mig_instance_reading {
   std::optional<std::uint64_t> memory_used_bytes;
 };
 
+// How many XID errors of one number a GPU reported (docs/xid.md).
+struct xid_count {
+  unsigned xid = 0;
+  std::uint64_t count = 0;
+};
+
+// One NVLink of a GPU and whether it is up.
+struct nvlink_state {
+  unsigned link = 0;
+  bool active = false;
+};
+
 struct health_reading {
   // Utilisation and memory.
   std::optional<unsigned> gpu_util_percent;
   std::optional<unsigned> memory_util_percent;
+  // Video engines: share of the driver's sampling period the encoder / decoder ran, 0-100.
+  std::optional<unsigned> encoder_util_percent;
+  std::optional<unsigned> decoder_util_percent;
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<std::uint64_t> memory_used_bytes;
   std::optional<std::uint64_t> memory_reserved_bytes;
@@ -103,6 +118,16 @@ struct health_reading {
   std::optional<double> default_power_limit_w;
   std::optional<unsigned> performance_state;  // P0 = 0
 
+  // NVLink (docs/nvml-notes.md §5.14): error counts over all links since the driver loaded, and
+  // the state of each link the GPU has (empty where it has none or the driver does not say).
+  std::optional<std::uint64_t> nvlink_crc_flit_errors;
+  std::optional<std::uint64_t> nvlink_crc_data_errors;
+  std::optional<std::uint64_t> nvlink_replay_errors;
+  std::optional<std::uint64_t> nvlink_recovery_errors;
+  // Whether any of the four counts grew since joules' first reading of them.
+  std::optional<bool> nvlink_errors_rising;
+  std::vector<nvlink_state> nvlink_links;
+
   // GPM, Hopper and newer (docs/nvml-notes.md §5.9): computed between two readings >= 100 ms apart,
   // so the first reading of a device has none.
   std::optional<double> sm_activity_percent;
@@ -117,6 +142,14 @@ struct health_reading {
   // MIG: whether the GPU is in MIG mode (unknown where the driver has no MIG), and its instances.
   std::optional<bool> mig_enabled;
   std::vector<mig_instance_reading> mig_instances;
+};
+
+  // XID errors the driver reported since joules started watching the GPU (docs/xid.md): the count
+  // per XID number, ascending, and the latest one.  xid_known: the driver delivers XID events, so
+  // no counts means none happened (else XIDs are unknown).
+  bool xid_known = false;
+  std::vector<xid_count> xid_counts;
+  std::optional<unsigned> last_xid;
 
   std::vector<gpu_process> processes;
   bool processes_known = false;

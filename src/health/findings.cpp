@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "health/xid.hpp"
+
 namespace joules::health {
 namespace {
 
@@ -193,6 +195,62 @@ void power_management(builder& b, const device_info& d, const health_reading& h)
   }
 }
 
+void nvlink_findings(builder& b, const health_reading& h) {
+  const unsigned i = b.d.index;
+  std::string down;
+  std::size_t count = 0;
+  for (const nvlink_state& l : h.nvlink_links) {
+    if (l.active) continue;
+    down += fmt::format("{}{}", count++ == 0 ? "" : ", ", l.link);
+  }
+  if (count > 0) {
+    b.add(
+        severity::warning, "nvlink_down",
+        fmt::format("NVLink{} {} {} down", count == 1 ? "" : "s", down, count == 1 ? "is" : "are"),
+        fmt::format("traffic between GPUs falls back to slower paths; nvidia-smi nvlink -s -i {} "
+                    "shows the links; a reset of the GPU (or the node) retrains them",
+                    i),
+        fmt::format("NVLink down {}", count));
+  }
+  const std::uint64_t errors =
+      h.nvlink_crc_flit_errors.value_or(0) + h.nvlink_crc_data_errors.value_or(0) +
+      h.nvlink_replay_errors.value_or(0) + h.nvlink_recovery_errors.value_or(0);
+  if (errors == 0) return;
+  const std::string counts =
+      fmt::format("CRC flit {}, CRC data {}, replay {}, recovery {}",
+                  h.nvlink_crc_flit_errors.value_or(0), h.nvlink_crc_data_errors.value_or(0),
+                  h.nvlink_replay_errors.value_or(0), h.nvlink_recovery_errors.value_or(0));
+  if (h.nvlink_errors_rising == true) {
+    b.add(severity::warning, "nvlink_errors_rising",
+          "NVLink errors grew while joules watched (" + counts + " since the driver loaded)",
+          fmt::format("a link that keeps producing errors slows collectives; check nvidia-smi "
+                      "nvlink -e -i {} and the kernel log for XID 74",
+                      i),
+          "NVLink errors");
+  } else {
+    b.add(severity::info, "nvlink_errors", "NVLink errors since the driver loaded (" + counts + ")",
+          "", "");
+  }
+}
+
+void xid_findings(builder& b, const health_reading& h) {
+  for (const xid_count& c : h.xid_counts) {
+    if (c.count == 0) continue;
+    const xid_meaning* m = xid_lookup(c.xid);
+    const severity level = xid_severity(c.xid);
+    const std::string what = m != nullptr ? fmt::format("XID {} ({})", c.xid, m->description)
+                                          : fmt::format("XID {}", c.xid);
+    b.add(level, level == severity::critical ? "xid_critical" : "xid",
+          fmt::format("{} reported {} time{} since joules started watching{}", what, c.count,
+                      c.count == 1 ? "" : "s", h.last_xid == c.xid ? " (the latest XID)" : ""),
+          level == severity::critical
+              ? reset_fix(b.d.index) + "; the kernel log (dmesg) has the details (docs/xid.md)"
+              : "the kernel log (dmesg) names the process and engine; docs/xid.md says what the "
+                "number means",
+          fmt::format("XID {}", c.xid));
+  }
+}
+
 }  // namespace
 
 std::string_view to_string(severity s) {
@@ -223,6 +281,8 @@ std::vector<finding> health_findings(const device_info& d, const health_reading&
   slowdowns(b, h);
   pcie(b, h);
   power_management(b, d, h);
+  nvlink_findings(b, h);
+  xid_findings(b, h);
   return out;
 }
 

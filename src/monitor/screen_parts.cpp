@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "health/findings.hpp"
+#include "health/xid.hpp"
 #include "text/escape.hpp"
 
 namespace joules::monitor {
@@ -75,11 +76,20 @@ std::string nvlink_text(const health_reading& h) {
                      rate_text(h.nvlink_rx_bytes_per_s));
 }
 
+// "nvlink 17/18 up" where the GPU has links.
+std::string nvlink_links_text(const health_reading& h) {
+  if (h.nvlink_links.empty()) return {};
+  const auto up = std::count_if(h.nvlink_links.begin(), h.nvlink_links.end(),
+                                [](const nvlink_state& l) { return l.active; });
+  return fmt::format("nvlink {}/{} up", up, h.nvlink_links.size());
+}
+
 items use_items(const health_reading& h) {
   items v = {
       percent("gpu", h.gpu_util_percent),           percent("mem-bw", h.memory_util_percent),
       percent("sm", h.sm_activity_percent),         percent("occupancy", h.sm_occupancy_percent),
-      percent("tensor", h.tensor_activity_percent), percent("dram", h.dram_bandwidth_percent)};
+      percent("tensor", h.tensor_activity_percent), percent("dram", h.dram_bandwidth_percent),
+      percent("enc", h.encoder_util_percent),       percent("dec", h.decoder_util_percent)};
   if (std::all_of(v.begin(), v.end(), [](const auto& s) { return s.empty(); })) return {"-"};
   return v;
 }
@@ -151,6 +161,19 @@ items health_flags(const device_view& d, const painter& paint) {
   }
   if (out.empty()) out.push_back(paint("ok", kGreen));
   return out;
+}
+
+items xid_items(const health_reading& h, const painter& paint) {
+  if (!h.last_xid) return {"-"};
+  const health::xid_meaning* m = health::xid_lookup(*h.last_xid);
+  const bool critical = health::xid_severity(*h.last_xid) == health::severity::critical;
+  std::string last = fmt::format("last {}", *h.last_xid);
+  if (m != nullptr) last += fmt::format(" ({})", m->description);
+  std::uint64_t all = 0;
+  for (const xid_count& c : h.xid_counts)
+    all += c.count;
+  return {paint(last, critical ? kRed : kYellow),
+          fmt::format("{} XID{} since start", all, all == 1 ? "" : "s")};
 }
 
 bool has_problems(const device_view& d) {
@@ -242,11 +265,12 @@ void full_block(lines& out, const screen_model& m, const device_view& d, std::si
        {fmt::format("sm {} MHz", clock_pair(h.sm_clock_mhz, h.max_sm_clock_mhz)),
         fmt::format("mem {} MHz", clock_pair(h.memory_clock_mhz, h.max_memory_clock_mhz))},
        "   ", width, kLabel);
-  items links = {pcie_text(h), pcie_rates(h), nvlink_text(h)};
+  items links = {pcie_text(h), pcie_rates(h), nvlink_text(h), nvlink_links_text(h)};
   if (std::any_of(links.begin(), links.end(), [](const auto& s) { return !s.empty(); }))
     flow(out, label("links"), links, "   ", width, kLabel);
   flow(out, label("throttle"), group("", throttle_reasons(d, paint), ""), width, kLabel);
   flow(out, label("health"), group("", health_flags(d, paint), ""), width, kLabel);
+  if (h.last_xid) flow(out, label("xid"), xid_items(h, paint), "  ·  ", width, kLabel);
   if (!spark) return;
   out.push_back(spark_line(m, d, width, kLabel, paint));
   out.emplace_back();

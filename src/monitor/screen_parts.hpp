@@ -53,11 +53,14 @@ std::string memory_text(const health_reading& h);  // "8.0 GiB / 79.6 GiB (512 M
 std::string pcie_text(const health_reading& h);    // "pcie gen3 x8 (max gen5 x16)"
 std::string pcie_rates(const health_reading& h);   // "tx 1.5 GB/s rx 2.5 GB/s"
 std::string nvlink_text(const health_reading& h);
+std::string nvlink_links_text(const health_reading& h);  // "nvlink 17/18 up", "" without links
 items use_items(const health_reading& h);  // "gpu 97%", "sm 88%", ...; {"-"} when none
 // The sparkline with its span and peak: " 60 s     ▁▂▃…  peak 695 W".
 std::string spark_line(const screen_model& m, const device_view& d, std::size_t width,
                        std::size_t indent, const painter& paint);
 // A warning or critical finding, or lost.
+// The latest XID with its meaning, and how many XIDs in all (docs/xid.md).
+items xid_items(const health_reading& h, const painter& paint);
 bool has_problems(const device_view& d);
 // The sparkline of the last `span_s` of power, in `columns` cells, scaled to the limit.
 std::string spark(const device_view& d, double now_s, std::size_t columns, double span_s);

@@ -41,6 +41,8 @@ void write_health(json_writer& w, const device_view& d) {
   auto rate = [](const std::optional<double>& v) { return rounded(v, 0); };
   w.field("gpu_util_percent", h.gpu_util_percent);
   w.field("memory_util_percent", h.memory_util_percent);
+  w.field("encoder_util_percent", h.encoder_util_percent);
+  w.field("decoder_util_percent", h.decoder_util_percent);
   w.field("sm_activity_percent", pct(h.sm_activity_percent));
   w.field("sm_occupancy_percent", pct(h.sm_occupancy_percent));
   w.field("tensor_activity_percent", pct(h.tensor_activity_percent));
@@ -78,6 +80,22 @@ void write_health(json_writer& w, const device_view& d) {
   w.field("pcie_replays", h.pcie_replays);
   w.field("nvlink_tx_bytes_per_s", rate(h.nvlink_tx_bytes_per_s));
   w.field("nvlink_rx_bytes_per_s", rate(h.nvlink_rx_bytes_per_s));
+  w.field("nvlink_crc_flit_errors", h.nvlink_crc_flit_errors);
+  w.field("nvlink_crc_data_errors", h.nvlink_crc_data_errors);
+  w.field("nvlink_replay_errors", h.nvlink_replay_errors);
+  w.field("nvlink_recovery_errors", h.nvlink_recovery_errors);
+  // The links the GPU has, and which of them are down; null where it has none known.
+  if (h.nvlink_links.empty()) {
+    w.field("nvlink_links", std::optional<unsigned>{});
+    w.key("nvlink_links_down").null();
+  } else {
+    w.field("nvlink_links", static_cast<unsigned>(h.nvlink_links.size()));
+    w.key("nvlink_links_down").begin_array();
+    for (const nvlink_state& l : h.nvlink_links) {
+      if (!l.active) w.value(l.link);
+    }
+    w.end_array();
+  }
   w.field("persistence_mode", h.persistence_mode);
   w.field("default_power_limit_w", rounded(default_limit_of(d), 3));
   w.field("ecc_enabled", h.ecc_enabled);
@@ -92,6 +110,17 @@ void write_health(json_writer& w, const device_view& d) {
   w.field("remapped_rows_uncorrected", h.remapped_rows_uncorrected);
   w.field("remap_pending", h.remap_pending);
   w.field("remap_failure", h.remap_failure);
+  // XIDs since monitor started watching, by number; null where the driver reports none.
+  w.field("last_xid", h.last_xid);
+  w.key("xid_errors");
+  if (h.xid_known) {
+    w.begin_object();
+    for (const xid_count& c : h.xid_counts)
+      w.field(std::to_string(c.xid), c.count);
+    w.end_object();
+  } else {
+    w.null();
+  }
   w.key("findings").begin_array();
   if (d.now.health || d.now.lost) {
     for (const auto& f : health::health_findings(d.info, h, d.now.lost)) {

@@ -1,7 +1,7 @@
 """deploy/prometheus/joules-rules.yml under `promtool test rules`, with input series that joules
 itself produced: `joules serve` (and `joules wrap --prometheus` for the run rules) runs on fake NVML
-scenarios (a lost GPU, ECC errors, a remap failure, throttling, a lowered power limit, a
-straggler, a healthy node), the test scrapes /metrics, turns every scraped sample into a promtool
+scenarios (a lost GPU, ECC errors, a remap failure, throttling, a lowered power limit, XID
+errors, NVLink down and errors, a straggler, a healthy node), the test scrapes /metrics, turns every scraped sample into a promtool
 input series (the scraped value held for an hour, with the `job` and `instance` labels a
 Prometheus scrape adds), and checks that each alert fires exactly on the series it should and
 that no other alert fires. The recording rules are checked against Prometheus' own arithmetic on
@@ -190,6 +190,36 @@ def test_each_alert_fires_on_its_fault_and_none_on_a_healthy_node(tmp):
     limit = labels_of(m, "joules_gpu_power_limit_watts", gpu="3")
     firing["JoulesGpuPowerLimitChanged"] = limit
     cases.append(alert_case("faults", held_series(m, up), firing))
+
+    # XIDs 2 s after serve starts (scenario time 0 is 10 s before it): 13 on GPU 0, 79 on GPU 1.
+    xids, up = scrape_serve({"devices": [
+        dict(h100(), xids=[{"at_s": 12.0, "xid": 13, "count": 2}]),
+        dict(h100(), xids=[{"at_s": 12.0, "xid": 79}]),
+    ]}, wait_s=4.0)
+    m = xids[0]
+    firing = {"JoulesGpuXid": labels_of(m, "joules_gpu_xid_errors_total", gpu="0", xid="13"),
+              "JoulesGpuXidCritical": labels_of(m, "joules_gpu_xid_errors_total", gpu="1",
+                                                xid="79")}
+    # The XID series appear half an hour in, as they do at a node's first XID; the rest is held.
+    series = held_series(m, up)
+    for s in series:
+        if s["series"].startswith("joules_gpu_xid_errors_total{"):
+            s["values"] = "_x30 " + s["values"].replace("x60", "x30")
+    cases.append(alert_case("xids", series, firing))
+
+    # NVLink: link 1 of GPU 0 down; its replay count grows by one a minute in the stored series.
+    nv, up = scrape_serve({"devices": [h100(nvlink_links=2, nvlink_links_down=[1],
+                                            nvlink_replay_errors=3, nvlink_crc_flit_errors=5)]})
+    m = nv[0]
+    firing = {"JoulesGpuNvlinkDown": labels_of(m, "joules_gpu_nvlink_link_up", gpu="0", link="1"),
+              "JoulesGpuNvlinkErrors": labels_of(m, "joules_gpu_nvlink_errors_total", gpu="0",
+                                                 type="replay")}
+    series = held_series(m, up)
+    for s in series:
+        if s["series"].startswith("joules_gpu_nvlink_errors_total{") and 'type="replay"' in \
+                s["series"]:
+            s["values"] = "3+1x60"
+    cases.append(alert_case("nvlink", series, firing))
 
     _, up = scrape_serve({"devices": [h100()]}, stop_after=True)
     assert up == [1, 0]

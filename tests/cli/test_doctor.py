@@ -71,7 +71,10 @@ def test_every_nvml_call_is_made_on_one_thread(tmp):
                "nvmlGpmQueryDeviceSupport", "nvmlDeviceGetPowerManagementLimit",
                "nvmlDeviceGetRunningProcessDetailList"):
         assert log["calls"].get(fn, 0) >= 2, fn
-    assert not [fn for fn in log["calls"] if "Set" in fn], log["calls"]
+    # (An event set is not a setting: it only receives the XIDs, docs/xid.md.)
+    assert not [fn for fn in log["calls"] if "Set" in fn and not fn.startswith("nvmlEventSet")], \
+        log["calls"]
+    assert log["calls"].get("nvmlEventSetWait_v2", 0) >= 2
     assert "ecc_errors" in rep["gpus"][1]["health_readings"]
 
 
@@ -130,6 +133,7 @@ CONDITIONS = [
     (h100(persistence_mode=False), "persistence_off", "warning", 1),
     (dict(h100(), limits={"current_w": 500}), "power_limit_below_default", "warning", 1),
     (h100(temperature_c=91), "temperature_high", "warning", 1),
+    (h100(nvlink_links=18, nvlink_links_down=[5]), "nvlink_down", "warning", 1),
 ]
 
 
@@ -153,9 +157,12 @@ def test_each_health_condition_gives_its_finding_and_exit_status(device, code, s
 
 def test_information_alone_keeps_the_machine_healthy():
     idle_link = h100(pcie_generation=1, gpu_util_percent=0, clocks_event_reasons=0x1)
-    r, rep = doctor_json({"devices": [idle_link, h100(ecc_corrected=7, pcie_replay_counter=2)]})
+    old_errors = h100(ecc_corrected=7, pcie_replay_counter=2, nvlink_links=4,
+                      nvlink_replay_errors=4)
+    r, rep = doctor_json({"devices": [idle_link, old_errors]})
     assert r.returncode == 0, rep["findings"]
-    assert {"pcie_generation_idle", "ecc_corrected", "pcie_replays"} <= set(codes(rep, "info"))
+    assert {"pcie_generation_idle", "ecc_corrected", "pcie_replays",
+            "nvlink_errors"} <= set(codes(rep, "info"))
 
 
 def has_cap_sys_admin():
@@ -225,7 +232,9 @@ def test_doctor_reads_the_limit_and_sets_nothing(tmp):
         r, rep = doctor_json(scenario, env={"FAKE_NVML_CALL_LOG": str(calls)})
         assert rep["gpus"][0]["power_limit_w"] == 650
     for line in calls.read_text().splitlines():
-        assert not [fn for fn in json.loads(line)["calls"] if "Set" in fn], line
+        called = json.loads(line)["calls"]
+        # Event sets only receive XIDs (docs/xid.md): not a setting.
+        assert not [fn for fn in called if "Set" in fn and not fn.startswith("nvmlEventSet")], line
 
 
 def test_an_old_driver_missing_most_symbols():

@@ -577,6 +577,31 @@ def test_default_power_limit_and_other_health_fields_in_json():
     assert round(energy, 3) == energy
 
 
+def test_xids_video_engines_and_nvlink_in_json():
+    # Scenario time 0 is 10 s before monitor starts: the XIDs come 1.5 s after it.
+    scn = {"devices": [{"latency_us": 20, "power": {"type": "constant", "watts": 300},
+                        "health": {"encoder_util_percent": 35, "decoder_util_percent": 5,
+                                   "nvlink_links": 4, "nvlink_links_down": [3],
+                                   "nvlink_replay_errors": 2},
+                        "xids": [{"at_s": 11.5, "xid": 31, "count": 2},
+                                 {"at_s": 11.6, "xid": 94}]},
+                       {"latency_us": 20, "xid_events": False}]}
+    rc, out, err = stream(["--json", "--interval", "200"], scn, 3.5, sig=signal.SIGTERM)
+    assert rc == 128 + signal.SIGTERM, err
+    samples = [json.loads(l) for l in out.splitlines()]
+    first, last = samples[0]["devices"], samples[-1]["devices"]
+    assert first[0]["xid_errors"] == {} and first[0]["last_xid"] is None  # watching, none yet
+    d0, d1 = last
+    assert d0["xid_errors"] == {"31": 2, "94": 1} and d0["last_xid"] == 94
+    assert d1["xid_errors"] is None and d1["last_xid"] is None  # a board without events
+    assert d0["encoder_util_percent"] == 35 and d0["decoder_util_percent"] == 5
+    assert d0["nvlink_links"] == 4 and d0["nvlink_links_down"] == [3]
+    assert d0["nvlink_replay_errors"] == 2 and d0["nvlink_crc_flit_errors"] == 0
+    assert d1["nvlink_links"] is None and d1["nvlink_replay_errors"] is None
+    codes = {(f["severity"], f["code"]) for f in d0["findings"]}
+    assert {("critical", "xid_critical"), ("warning", "xid"), ("warning", "nvlink_down")} <= codes
+
+
 def test_q_quits_is_not_offered_without_a_keyboard(tmp):
     # --once on a terminal reads no keys: its screen does not say "q quits".
     if TMUX is None:
@@ -592,9 +617,9 @@ def test_q_quits_is_not_offered_without_a_keyboard(tmp):
 
 def test_output_is_rotated_past_its_size_keeping_n_files(tmp):
     out = tmp / "gpus.jsonl"
-    # A record of two simulated GPUs is about 3 kB: 7 kB holds two, so files rotate every two.
+    # A record of two simulated GPUs is about 3.5 kB: 8 kB holds two, so files rotate every two.
     p = subprocess.Popen([JOULES, "monitor", "--backend", "sim", "--sim-gpus", "2", "--interval",
-                          "50", "--output", out, "--output-max-size", "7000", "--output-keep",
+                          "50", "--output", out, "--output-max-size", "8000", "--output-keep",
                           "2"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     time.sleep(2.0)
     p.send_signal(signal.SIGINT)
@@ -606,7 +631,7 @@ def test_output_is_rotated_past_its_size_keeping_n_files(tmp):
     times = []
     for name in ("gpus.jsonl.2", "gpus.jsonl.1", "gpus.jsonl"):
         text = (tmp / name).read_text()
-        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        assert len(text.encode()) <= 8000 and text.endswith("\n"), name
         records = [json.loads(line) for line in text.splitlines()]
         assert records and all(r["type"] == "monitor_sample" for r in records)
         times += [r["monotonic_s"] for r in records]

@@ -35,11 +35,13 @@ HEALTH = {"gpu_util_percent": 77, "memory_util_percent": 31, "temperature_c": 61
           "memory_temperature_c": 70, "clocks_mhz": {"sm": 1500, "memory": 2619},
           "clocks_event_reasons": 4 | 64,  # SwPowerCap | HwThermalSlowdown (docs/nvml-notes.md §7)
           "memory_used_bytes": 2147483648, "remapped_rows_corrected": 3,
-          "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5}
+          "pcie_replay_counter": 5, "sm_util_percent": 42.5, "tensor_util_percent": 12.5,
+          "encoder_util_percent": 40, "decoder_util_percent": 15}
 
 
 # dcgm-exporter's counters as its etc/default-counters.csv declares them (docs/nvml-notes.md §10.1;
-# SM_ACTIVE and SM_OCCUPANCY are there commented out, with these help texts).
+# SM_ACTIVE, SM_OCCUPANCY and the NVLink error counts are there commented out, with these help
+# texts).
 DCGM_DEFAULTS = {
     "DCGM_FI_DEV_SM_CLOCK": ("gauge", "SM clock frequency (in MHz)."),
     "DCGM_FI_DEV_MEM_CLOCK": ("gauge", "Memory clock frequency (in MHz)."),
@@ -51,6 +53,16 @@ DCGM_DEFAULTS = {
     "DCGM_FI_DEV_PCIE_REPLAY_COUNTER": ("counter", "Total number of PCIe retries."),
     "DCGM_FI_DEV_GPU_UTIL": ("gauge", "GPU utilization (in %)."),
     "DCGM_FI_DEV_MEM_COPY_UTIL": ("gauge", "Memory utilization (in %)."),
+    "DCGM_FI_DEV_ENC_UTIL": ("gauge", "Encoder utilization (in %)."),
+    "DCGM_FI_DEV_DEC_UTIL": ("gauge", "Decoder utilization (in %)."),
+    "DCGM_FI_DEV_XID_ERRORS": ("gauge", "Value of the last XID error encountered."),
+    "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL": (
+        "counter", "Total number of NVLink flow-control CRC errors."),
+    "DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL": (
+        "counter", "Total number of NVLink data CRC errors."),
+    "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL": ("counter", "Total number of NVLink retries."),
+    "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL": (
+        "counter", "Total number of NVLink recovery errors."),
     "DCGM_FI_DEV_FB_FREE": ("gauge", "Framebuffer memory free (in MiB)."),
     "DCGM_FI_DEV_FB_USED": ("gauge", "Framebuffer memory used (in MiB)."),
     "DCGM_FI_DEV_FB_RESERVED": ("gauge", "Framebuffer memory reserved (in MiB)."),
@@ -71,6 +83,12 @@ DCGM_DEFAULTS = {
     "DCGM_FI_PROF_PCIE_RX_BYTES": (
         "gauge", "The rate of data received over the PCIe bus - including both protocol headers "
                  "and data payloads - in bytes per second."),
+}
+
+# Not in that file, but DCGM's field 112 (docs/nvml-notes.md §10.1), with its header's comment.
+DCGM_EXTRAS = {
+    "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS": (
+        "gauge", "Current clock throttle reasons (bitmask of DCGM_CLOCKS_THROTTLE_REASON_*)"),
 }
 
 
@@ -98,6 +116,8 @@ def test_every_gpu_reading_with_its_labels_in_si_units(procs):
     assert one(m, "joules_gpu_power_watts", gpu="1") == 200
     assert one(m, "joules_gpu_utilization_ratio", **gpu0) == 0.77
     assert one(m, "joules_gpu_memory_utilization_ratio", **gpu0) == 0.31
+    assert one(m, "joules_gpu_encoder_utilization_ratio", **gpu0) == 0.40
+    assert one(m, "joules_gpu_decoder_utilization_ratio", **gpu0) == 0.15
     assert one(m, "joules_gpu_temperature_celsius", **gpu0) == 61
     assert one(m, "joules_gpu_memory_temperature_celsius", **gpu0) == 70
     assert one(m, "joules_gpu_sm_clock_hertz", **gpu0) == 1.5e9
@@ -141,6 +161,10 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     assert one(m, "DCGM_FI_DEV_SM_CLOCK", **labels) == 1500
     assert one(m, "DCGM_FI_DEV_FB_USED", **labels) == 2048
     assert one(m, "DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS", **labels) == 3
+    assert one(m, "DCGM_FI_DEV_ENC_UTIL", **labels) == 40
+    assert one(m, "DCGM_FI_DEV_DEC_UTIL", **labels) == 15
+    assert one(m, "DCGM_FI_DEV_XID_ERRORS", **labels) == 0  # watching, none yet
+    assert one(m, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", **labels) == 4 | 64
     counter_mj = one(m, "DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", **labels)
     assert counter_mj > 0 and counter_mj == int(counter_mj)  # the driver's mJ, unscaled
     assert one(m, "joules_gpu_power_watts", gpu="0") == 312.5  # joules' names stay
@@ -153,10 +177,11 @@ def test_dcgm_compat_adds_dcgm_exporters_names_and_labels(procs):
     text = p.scrape()
     declared = dict(re.findall(r"^# TYPE (DCGM_\S+) (\S+)$", text, re.M))
     helps = dict(re.findall(r"^# HELP (DCGM_\S+) (.*)$", text, re.M))
-    for name, (kind, help_text) in DCGM_DEFAULTS.items():
+    known = {**DCGM_DEFAULTS, **DCGM_EXTRAS}
+    for name, (kind, help_text) in known.items():
         if name in declared:
             assert (declared[name], helps[name]) == (kind, help_text), name
-    assert set(declared) <= set(DCGM_DEFAULTS), set(declared) - set(DCGM_DEFAULTS)
+    assert set(declared) <= set(known), set(declared) - set(known)
     assert len(declared) >= 15
 
 
@@ -267,6 +292,58 @@ def test_sigterm_and_sigint_end_it_cleanly_and_close_the_port(procs):
             socket.create_connection((host, int(port)), timeout=2).close()
 
 
+def test_an_xid_burst_is_counted_by_number_with_the_last_for_dcgm(procs):
+    # Scenario time 0 is 10 s in the past: the XIDs come 2 s after serve starts, once it watches.
+    burst = [{"at_s": 12.0, "xid": 13, "count": 4}, {"at_s": 12.2, "xid": 79}]
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}, xids=burst),
+                            h100({"type": "constant", "watts": 300})]}
+    env, _ = fake_gpus(scenario)
+    p = serve("--dcgm-compat", "--interval", "100", env=env)
+    procs.append(p)
+
+    def both():
+        m = parse(p.scrape())
+        return series(m, "joules_gpu_xid_errors_total", gpu="0", xid="79") != []
+
+    assert wait_for(both, timeout=15.0, step=0.2), p.scrape()
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_xid_errors_total", gpu="0", xid="13") == 4
+    assert one(m, "joules_gpu_xid_errors_total", gpu="0", xid="79") == 1
+    assert series(m, "joules_gpu_xid_errors_total", gpu="1") == []
+    assert one(m, "DCGM_FI_DEV_XID_ERRORS", gpu="0") == 79
+    assert one(m, "DCGM_FI_DEV_XID_ERRORS", gpu="1") == 0
+    text = p.scrape()
+    assert "# TYPE joules_gpu_xid_errors_total counter" in text
+    if PROMTOOL:
+        r = subprocess.run([PROMTOOL, "check", "metrics"], input=text.encode(),
+                           capture_output=True, timeout=60)
+        for line in (r.stdout + r.stderr).decode().splitlines():
+            assert line.startswith("DCGM_"), line
+
+
+def test_nvlink_errors_and_links_with_dcgm_names(procs):
+    links = {"nvlink_links": 4, "nvlink_links_down": [2], "nvlink_crc_flit_errors": 9,
+             "nvlink_replay_errors": 3}
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}, health=links),
+                            h100({"type": "constant", "watts": 300})]}
+    env, _ = fake_gpus(scenario)
+    p = serve("--dcgm-compat", "--interval", "100", env=env)
+    procs.append(p)
+    time.sleep(1.3)
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_nvlink_errors_total", gpu="0", type="crc_flit") == 9
+    assert one(m, "joules_gpu_nvlink_errors_total", gpu="0", type="crc_data") == 0
+    assert one(m, "joules_gpu_nvlink_errors_total", gpu="0", type="replay") == 3
+    assert [one(m, "joules_gpu_nvlink_link_up", gpu="0", link=str(k)) for k in range(4)] == \
+        [1, 1, 0, 1]
+    # A GPU without NVLink has neither series.
+    assert series(m, "joules_gpu_nvlink_errors_total", gpu="1") == []
+    assert series(m, "joules_gpu_nvlink_link_up", gpu="1") == []
+    assert one(m, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gpu="0") == 9
+    assert one(m, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", gpu="0") == 3
+    assert series(m, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", gpu="1") == []
+
+
 def test_a_lost_gpu_is_reported_and_joules_up_drops(procs):
     scenario = {"devices": [h100({"type": "constant", "watts": 300}),
                             h100({"type": "constant", "watts": 300},
@@ -349,7 +426,7 @@ def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
     out = tmp_path / "node.jsonl"
     no_rapl = {"JOULES_POWERCAP_ROOT": "/nonexistent-powercap"}
     p = serve("--backend", "sim", "--sim-gpus", "2", "--interval", "50", "--output", out,
-              "--output-max-size", "7000", "--output-keep", "2", env=no_rapl)
+              "--output-max-size", "8000", "--output-keep", "2", env=no_rapl)
     procs.append(p)
     p.scrape()
     time.sleep(2.0)
@@ -360,7 +437,7 @@ def test_output_writes_samples_rotated_past_its_size(procs, tmp_path):
     times = []
     for name in ("node.jsonl.2", "node.jsonl.1", "node.jsonl"):
         text = (tmp_path / name).read_text()
-        assert len(text.encode()) <= 7000 and text.endswith("\n"), name
+        assert len(text.encode()) <= 8000 and text.endswith("\n"), name
         records = [json.loads(line) for line in text.splitlines()]
         assert records and all(r["type"] == "monitor_sample" for r in records), name
         assert all([d["method"] for d in r["devices"]] == ["simulated", "simulated"]

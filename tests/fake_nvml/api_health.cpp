@@ -351,4 +351,15 @@ extern "C" nvmlReturn_t nvmlDeviceGetPcieThroughput(nvmlDevice_t device, unsigne
   return kSuccess;
 }
 
+extern "C" nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned int link,
+                                                 unsigned int* isActive) {
+  const device_call call(fn::nvmlDeviceGetNvLinkState, device);
+  if (!call) return call.status();
+  const fake_nvml::device_health& h = call.health();
+  if (h.nvlink_links == 0) return kErrorNotSupported;
+  if (isActive == nullptr || link >= h.nvlink_links) return kErrorInvalidArgument;
+  *isActive = (h.nvlink_down_mask >> link & 1U) != 0 ? kFeatureDisabled : kFeatureEnabled;
+  return kSuccess;
+}
+
 }  // namespace joules::nvml

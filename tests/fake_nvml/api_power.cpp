@@ -121,6 +121,15 @@ void fill_field(const fake_nvml::device& d, double t, nvmlFieldValue_t& v) {
       return set_uint(v, h.memory_temperature_c);
     case kFiDevPcieReplayCounter:
       return set_uint(v, h.pcie_replay_counter);
+    case kFiDevNvlinkCrcFlitErrorTotal:
+    case kFiDevNvlinkCrcDataErrorTotal:
+    case kFiDevNvlinkReplayErrorTotal:
+    case kFiDevNvlinkRecoveryErrorTotal: {
+      if (h.nvlink_links == 0) break;
+      const unsigned long long counts[] = {h.nvlink_crc_flit_errors, h.nvlink_crc_data_errors,
+                                           h.nvlink_replay_errors, h.nvlink_recovery_errors};
+      return set_ull(v, counts[(v.fieldId - kFiDevNvlinkCrcFlitErrorTotal) / 7]);
+    }
     case kFiDevPcieCountTxBytes:
     case kFiDevPcieCountRxBytes:
       // Byte counters (12.5+): the rates integrated over scenario time.

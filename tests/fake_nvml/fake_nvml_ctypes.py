@@ -95,10 +95,19 @@ class PowerValueV2(ctypes.Structure):
                 ("powerValueMw", ctypes.c_uint)]
 
 
+class EventData(ctypes.Structure):
+    _fields_ = [("device", ctypes.c_void_p), ("eventType", ctypes.c_ulonglong),
+                ("eventData", ctypes.c_ulonglong), ("gpuInstanceId", ctypes.c_uint),
+                ("computeInstanceId", ctypes.c_uint)]
+
+
+EVENT_TYPE_XID = 0x8
+TIMEOUT = 10
 MEMORY_V2_VERSION = ctypes.sizeof(MemoryV2) | (2 << 24)
 POWER_VALUE_V2_VERSION = ctypes.sizeof(PowerValueV2) | (2 << 24)
 assert ctypes.sizeof(FieldValue) == 40 and MEMORY_V2_VERSION == 0x02000028
 assert ctypes.sizeof(ProcessUtilization) == 32
+assert ctypes.sizeof(EventData) == 32
 
 _LIBS: dict[str, ctypes.CDLL] = {}
 

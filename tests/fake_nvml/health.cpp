@@ -83,6 +83,23 @@ device_health parse_health(const nlohmann::json& health, const std::string& path
   h.pcie_rx_kib_s = small(f, "pcie_rx_kib_s", h.pcie_rx_kib_s);
   h.nvlink_tx_kib_s = small(f, "nvlink_tx_kib_s", h.nvlink_tx_kib_s);
   h.nvlink_rx_kib_s = small(f, "nvlink_rx_kib_s", h.nvlink_rx_kib_s);
+  h.nvlink_links = small(f, "nvlink_links", h.nvlink_links);
+  if (h.nvlink_links > 18) f.fail("nvlink_links", "must be at most 18 (NVML_NVLINK_MAX_LINKS)");
+  if (f.has("nvlink_links_down")) {
+    const nlohmann::json& down = f.at("nvlink_links_down");
+    if (!down.is_array()) f.fail("nvlink_links_down", "must be an array of link indices");
+    h.nvlink_down_mask = 0;
+    for (const nlohmann::json& link : down) {
+      if (!link.is_number_unsigned() || link.get<unsigned long long>() >= h.nvlink_links) {
+        f.fail("nvlink_links_down", "must hold link indices below nvlink_links");
+      }
+      h.nvlink_down_mask |= 1ULL << link.get<unsigned>();
+    }
+  }
+  h.nvlink_crc_flit_errors = f.unsigned_integer("nvlink_crc_flit_errors", h.nvlink_crc_flit_errors);
+  h.nvlink_crc_data_errors = f.unsigned_integer("nvlink_crc_data_errors", h.nvlink_crc_data_errors);
+  h.nvlink_replay_errors = f.unsigned_integer("nvlink_replay_errors", h.nvlink_replay_errors);
+  h.nvlink_recovery_errors = f.unsigned_integer("nvlink_recovery_errors", h.nvlink_recovery_errors);
   h.persistence_mode = f.boolean("persistence_mode", h.persistence_mode);
   f.finish();
   return h;

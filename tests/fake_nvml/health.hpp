@@ -65,6 +65,15 @@ struct device_health {
   unsigned int nvlink_tx_kib_s = 0;
   unsigned int nvlink_rx_kib_s = 0;
 
+  // NVLink: how many links (0: none, the calls answer NOT_SUPPORTED), which are down (bit per
+  // link), and the error counts over all links (fields 38, 45, 52, 59).
+  unsigned int nvlink_links = 0;
+  unsigned long long nvlink_down_mask = 0;
+  unsigned long long nvlink_crc_flit_errors = 0;
+  unsigned long long nvlink_crc_data_errors = 0;
+  unsigned long long nvlink_replay_errors = 0;
+  unsigned long long nvlink_recovery_errors = 0;
+
   bool persistence_mode = true;
 };
 

@@ -81,6 +81,12 @@ struct state_change {
   std::vector<process> graphics_processes;
 };
 
+// An XID error the driver reports at scenario time at_s (README "XID errors").
+struct xid_event {
+  double at_s = 0.0;
+  unsigned int xid = 0;
+};
+
 struct device {
   unsigned int index = 0;
   std::string name;
@@ -127,6 +133,9 @@ struct device {
   // Field ids that answer NOT_SUPPORTED although their getter works (a driver whose field table
   // lacks them).
   std::vector<unsigned int> fields_not_supported;
+  // XID errors, at_s ascending; `xid_events: false` is a board whose driver reports no events.
+  std::vector<xid_event> xids;
+  bool xid_events = true;
 
   // Health and processes at scenario time t: the last change at or before t, else the above.
   const device_health& health_at(double t) const;

@@ -210,6 +210,33 @@ std::vector<unsigned int> parse_field_ids(json_fields& f, const std::string& key
   return out;
 }
 
+// [{"at_s": 2.5, "xid": 79, "count": 3}, ...]: `count` (default 1) XIDs at at_s each, the
+// entries in time order.
+std::vector<xid_event> parse_xids(json_fields& f) {
+  std::vector<xid_event> out;
+  const std::string key = "xids";
+  if (!f.has(key)) return out;
+  const json& list = f.at(key);
+  if (!list.is_array()) f.fail(key, "must be an array of {at_s, xid, count}");
+  double last = -kForever;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    json_fields x(list[i], f.sub(key) + "[" + std::to_string(i) + "]");
+    if (!x.has("at_s")) x.fail("at_s", "is required");
+    if (!x.has("xid")) x.fail("xid", "is required");
+    const double at = x.number("at_s", 0.0);
+    if (at < last) x.fail("at_s", "must not be earlier than the entry before");
+    last = at;
+    const unsigned long long xid = x.unsigned_integer("xid", 0);
+    if (xid > UINT_MAX) x.fail("xid", "is too large");
+    const unsigned long long count = x.unsigned_integer("count", 1);
+    if (count > 100000) x.fail("count", "is too large (at most 100000)");
+    x.finish();
+    for (unsigned long long k = 0; k < count; ++k)
+      out.push_back({at, static_cast<unsigned int>(xid)});
+  }
+  return out;
+}
+
 // [[limit_w, factor], ...]: limits strictly ascending, factors positive.
 std::vector<std::pair<double, double>> parse_step_time_factor(json_fields& f) {
   std::vector<std::pair<double, double>> out;
@@ -298,6 +325,8 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
   parse_mig(f, d, s);
   parse_changes(f, d);
   d.fields_not_supported = parse_field_ids(f, "fields_not_supported");
+  d.xids = parse_xids(f);
+  d.xid_events = f.boolean("xid_events", true);
   f.finish();
   return d;
 }

@@ -18,7 +18,7 @@ from fake_nvml_ctypes import (ARGUMENT_VERSION_MISMATCH, FUNCTION_NOT_FOUND, INS
                               INVALID_ARGUMENT, MEMORY_V2_VERSION, NO_PERMISSION, NOT_FOUND,
                               NOT_SUPPORTED, POWER_VALUE_V2_VERSION, SUCCESS, MemoryV2, Memory,
                               PowerValueV2, ProcessDetail, ProcessUtilization, ProcessV1, ProcessV2,
-                              library_path, session)
+                              EVENT_TYPE_XID, TIMEOUT, EventData, library_path, session)
 
 from conftest import at, sample_times
 
@@ -394,3 +394,92 @@ def test_readers_and_a_limit_setter_run_concurrently(clock):
         for r in readers:
             r.join()
         assert not errors
+
+
+def xid_set(s, *handles):
+    """An event set registered for XIDs on `handles`."""
+    es = ctypes.c_void_p()
+    assert s.call("nvmlEventSetCreate", byref(es)) == SUCCESS
+    for h in handles:
+        assert s.call("nvmlDeviceRegisterEvents", h, c_ull(EVENT_TYPE_XID), es) == SUCCESS
+    return es
+
+
+def drain(s, es, timeout_ms=0):
+    """(handle value, xid) of every event queued now, then the return code that ended it."""
+    got = []
+    while True:
+        e = EventData()
+        rc = s.call("nvmlEventSetWait_v2", es, byref(e), c_uint(timeout_ms))
+        if rc != SUCCESS:
+            return got, rc
+        assert e.eventType == EVENT_TYPE_XID and e.gpuInstanceId == 0xFFFFFFFF
+        got.append((e.device, e.eventData))
+
+
+def test_xid_events_after_the_registration_once_oldest_first(clock):
+    spec = {"devices": [
+        {"xids": [{"at_s": 0.5, "xid": 13}, {"at_s": 2.0, "xid": 79, "count": 3}]},
+        {"xids": [{"at_s": 1.5, "xid": 48}]},
+        {"xid_events": False}]}
+    at(clock, 1.0)
+    with session(spec, clock=clock) as s:
+        h0, h1, h2 = s.h(0), s.h(1), s.h(2)
+        types = c_ull()
+        assert s.call("nvmlDeviceGetSupportedEventTypes", h0, byref(types)) == SUCCESS
+        assert types.value == EVENT_TYPE_XID
+        assert s.call("nvmlDeviceGetSupportedEventTypes", h2, byref(types)) == SUCCESS
+        assert types.value == 0
+        es = xid_set(s, h0, h1)
+        # XID 13 came before the registration: the driver does not queue it for this set.
+        assert drain(s, es) == ([], TIMEOUT)
+        at(clock, 1.6)
+        assert drain(s, es) == ([(h1.value, 48)], TIMEOUT)
+        at(clock, 2.5)
+        assert drain(s, es) == ([(h0.value, 79)] * 3, TIMEOUT)
+        assert drain(s, es) == ([], TIMEOUT)  # delivered once
+        # A device without events refuses the registration; a freed set is refused.
+        assert s.call("nvmlDeviceRegisterEvents", h2, c_ull(EVENT_TYPE_XID), es) == NOT_SUPPORTED
+        assert s.call("nvmlEventSetFree", es) == SUCCESS
+        assert s.call("nvmlEventSetWait_v2", es, byref(EventData()), c_uint(0)) == INVALID_ARGUMENT
+
+
+def test_xid_wait_with_a_timeout_returns_when_the_time_is_up(clock):
+    with session({"devices": [{}]}, clock=clock) as s:
+        es = xid_set(s, s.h())
+        t0 = time.monotonic()
+        assert drain(s, es, timeout_ms=50) == ([], TIMEOUT)
+        assert 0.04 <= time.monotonic() - t0 < 2.0
+        assert s.call("nvmlEventSetFree", es) == SUCCESS
+
+
+def test_xid_scenario_errors():
+    for bad in ({"xids": [{"xid": 79}]}, {"xids": [{"at_s": 1, "xid": -1}]},
+                {"xids": [{"at_s": 2, "xid": 79}, {"at_s": 1, "xid": 79}]},
+                {"xids": [{"at_s": 1, "xid": 79, "colour": 1}]}):
+        with pytest.raises(AssertionError):
+            with session({"devices": [bad]}):
+                pass
+
+
+def test_nvlink_state_and_error_fields_follow_the_health():
+    spec = {"devices": [
+        {"health": {"nvlink_links": 3, "nvlink_links_down": [1], "nvlink_crc_flit_errors": 4,
+                    "nvlink_crc_data_errors": 5, "nvlink_replay_errors": 6,
+                    "nvlink_recovery_errors": 7}},
+        {}]}
+    with session(spec) as s:
+        h0, h1 = s.h(0), s.h(1)
+        states = []
+        for link in range(3):
+            active = c_uint()
+            assert s.call("nvmlDeviceGetNvLinkState", h0, c_uint(link), byref(active)) == SUCCESS
+            states.append(active.value)
+        assert states == [1, 0, 1]
+        assert s.call("nvmlDeviceGetNvLinkState", h0, c_uint(3), byref(c_uint())) == \
+            INVALID_ARGUMENT
+        assert s.call("nvmlDeviceGetNvLinkState", h1, c_uint(0), byref(c_uint())) == NOT_SUPPORTED
+        f = s.fields(h0, [38, 45, 52, 59])
+        assert [v.nvmlReturn for v in f] == [SUCCESS] * 4
+        assert [field_number(v) for v in f] == [4, 5, 6, 7]
+        assert [v.nvmlReturn for v in s.fields(h1, [38, 59])] == [NOT_SUPPORTED] * 2

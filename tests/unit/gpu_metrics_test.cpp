@@ -29,13 +29,22 @@ health_reading health() {
   h.memory_reserved_bytes = 536870912ULL;
   h.temperature_c = 64;
   h.sm_clock_mhz = 1980;
-  h.throttle = nvml::decode_clock_events(0);
-  h.throttle->sw_power_cap = true;
+  h.throttle = nvml::decode_clock_events(0x4);  // power cap (docs/nvml-notes.md §7)
   h.remapped_rows_corrected = 2;
   h.remapped_rows_uncorrected = 0;
   h.ecc_uncorrected_volatile = 1;
   h.pcie_generation = 5;
   h.tensor_activity_percent = 61.5;
+  h.encoder_util_percent = 25;
+  h.decoder_util_percent = 0;
+  h.xid_known = true;
+  h.xid_counts = {{13, 2}, {79, 1}};
+  h.last_xid = 79;
+  h.nvlink_crc_flit_errors = 7;
+  h.nvlink_crc_data_errors = 0;
+  h.nvlink_replay_errors = 2;
+  h.nvlink_recovery_errors = 1;
+  h.nvlink_links = {{0, true}, {1, false}};
   return h;
 }
 
@@ -69,7 +78,9 @@ TEST(GpuMetrics, ReadingsInSiUnitsWithTheGpusLabels) {
         "joules_gpu_memory_free_bytes" + g0 + " 83910197248\n",
         "joules_gpu_temperature_celsius" + g0 + " 64\n",
         "joules_gpu_sm_clock_hertz" + g0 + " 1980000000\n",
-        "joules_gpu_tensor_active_ratio" + g0 + " 0.615\n", "joules_gpu_lost" + g0 + " 0\n"}) {
+        "joules_gpu_tensor_active_ratio" + g0 + " 0.615\n", "joules_gpu_lost" + g0 + " 0\n",
+        "joules_gpu_encoder_utilization_ratio" + g0 + " 0.25\n",
+        "joules_gpu_decoder_utilization_ratio" + g0 + " 0\n"}) {
     EXPECT_TRUE(has(t, line)) << line << t;
   }
   const std::string base =
@@ -82,6 +93,15 @@ TEST(GpuMetrics, ReadingsInSiUnitsWithTheGpusLabels) {
   EXPECT_TRUE(has(t, "joules_gpu_info{" + base +
                          ",pci_bus_id=\"00000000:10:00.0\",architecture=\"hopper\","
                          "driver_version=\"570.86.15\"} 1\n"));
+  // XIDs by number, as counters.
+  EXPECT_TRUE(has(t, "# TYPE joules_gpu_xid_errors_total counter\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_xid_errors_total{" + base + ",xid=\"13\"} 2\n")) << t;
+  EXPECT_TRUE(has(t, "joules_gpu_xid_errors_total{" + base + ",xid=\"79\"} 1\n")) << t;
+  // NVLink errors by type, links by index.
+  EXPECT_TRUE(has(t, "joules_gpu_nvlink_errors_total{" + base + ",type=\"crc_flit\"} 7\n")) << t;
+  EXPECT_TRUE(has(t, "joules_gpu_nvlink_errors_total{" + base + ",type=\"recovery\"} 1\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_nvlink_link_up{" + base + ",link=\"0\"} 1\n"));
+  EXPECT_TRUE(has(t, "joules_gpu_nvlink_link_up{" + base + ",link=\"1\"} 0\n"));
   // Unknown is not zero: no fan reading, no fan series; ECC aggregate unknown, left out.
   EXPECT_FALSE(has(t, "joules_gpu_fan_speed_ratio"));
   EXPECT_FALSE(has(t, "scope=\"aggregate\""));
@@ -113,6 +133,35 @@ TEST(GpuMetrics, DcgmCompatUsesDcgmExportersNamesLabelsAndUnits) {
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_FB_FREE" + l + " 80023\n"));
   EXPECT_TRUE(has(t, "DCGM_FI_DEV_SM_CLOCK" + l + " 1980\n"));
   EXPECT_TRUE(has(t, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE" + l + " 0.615\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_ENC_UTIL" + l + " 25\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_DEC_UTIL" + l + " 0\n"));
+  EXPECT_TRUE(has(t, "# TYPE DCGM_FI_DEV_XID_ERRORS gauge\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_XID_ERRORS" + l + " 79\n"));
+  // Power cap, bit 0x4 of docs/nvml-notes.md §7.
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_CLOCK_THROTTLE_REASONS" + l + " 4\n")) << t;
+  EXPECT_TRUE(has(t, "# TYPE DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL counter\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL" + l + " 7\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL" + l + " 2\n"));
+  EXPECT_TRUE(has(t, "DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL" + l + " 1\n"));
+}
+
+TEST(GpuMetrics, DcgmXidIsZeroBeforeTheFirstAndAbsentWithoutEvents) {
+  exposition e;
+  gpu_metrics m(e, {h100(0), h100(1)}, label_set{{"hostname", "n"}}, backend_meta{}, true);
+  sampler_snapshot snap;
+  snap.devices.resize(2);
+  snap.devices[0].health = health_reading{};
+  snap.devices[0].health->xid_known = true;   // watching, none yet
+  snap.devices[1].health = health_reading{};  // the driver reports no events
+  m.fill(snap);
+  const std::string t = e.text();
+  EXPECT_TRUE(has(
+      t,
+      R"(DCGM_FI_DEV_XID_ERRORS{gpu="0",UUID="GPU-0",pci_bus_id="00000000:10:00.0",device="nvidia0",modelName="NVIDIA H100 80GB HBM3",hostname="n",Hostname="n",DCGM_FI_DRIVER_VERSION=""} 0)"
+      "\n"))
+      << t;
+  EXPECT_FALSE(has(t, R"(DCGM_FI_DEV_XID_ERRORS{gpu="1")")) << t;
+  EXPECT_FALSE(has(t, "joules_gpu_xid_errors_total{")) << t;
 }
 
 TEST(GpuMetrics, CpuAndDramFromRaplGetTheirOwnNames) {

@@ -61,6 +61,55 @@ void expect_one(const health_reading& h, const std::string& code, severity level
   EXPECT_EQ(exit_status(fs), status) << code;
 }
 
+TEST(HealthFindings, XidsBySeverity) {
+  auto h = healthy();
+  h.xid_known = true;
+  EXPECT_TRUE(health_findings(gpu(), h).empty());  // watching, none seen
+
+  h.xid_counts = {{13, 3}};
+  h.last_xid = 13;
+  expect_one(h, "xid", severity::warning, kWarnings);
+  const auto fs = health_findings(gpu(), h);
+  EXPECT_NE(fs.front().message.find("XID 13 (Graphics Engine Exception) reported 3 times"),
+            std::string::npos)
+      << fs.front().message;
+  EXPECT_EQ(fs.front().flag, "XID 13");
+
+  for (unsigned critical : {48U, 62U, 64U, 74U, 79U, 94U, 95U, 119U, 120U}) {
+    h.xid_counts = {{13, 1}, {critical, 1}};
+    h.last_xid = critical;
+    expect_one(h, "xid_critical", severity::critical, kUnhealthy);
+  }
+  // A number the table does not list is a warning, named by its number alone.
+  h.xid_counts = {{154, 1}};
+  h.last_xid = 154;
+  expect_one(h, "xid", severity::warning, kWarnings);
+  EXPECT_NE(health_findings(gpu(), h).front().message.find("XID 154 reported 1 time"),
+            std::string::npos);
+}
+
+TEST(HealthFindings, NvlinkDownAndErrorsThatGrow) {
+  auto h = healthy();
+  h.nvlink_links = {{0, true}, {1, true}, {2, true}};
+  h.nvlink_crc_flit_errors = 0;
+  h.nvlink_replay_errors = 0;
+  h.nvlink_errors_rising = false;
+  EXPECT_TRUE(health_findings(gpu(), h).empty());
+
+  h.nvlink_links[1].active = false;
+  expect_one(h, "nvlink_down", severity::warning, kWarnings);
+  EXPECT_NE(health_findings(gpu(), h).front().message.find("NVLink 1 is down"), std::string::npos);
+
+  // Errors counted before joules watched are worth knowing; errors that grow are a warning.
+  h = healthy();
+  h.nvlink_crc_flit_errors = 12;
+  h.nvlink_errors_rising = false;
+  expect_one(h, "nvlink_errors", severity::info, kHealthy);
+  h.nvlink_errors_rising = true;
+  expect_one(h, "nvlink_errors_rising", severity::warning, kWarnings);
+  EXPECT_EQ(find(health_findings(gpu(), h), "nvlink_errors"), nullptr);
+}
+
 TEST(HealthFindings, AHealthyBusyGpuHasNone) {
   const auto fs = health_findings(gpu(), healthy());
   EXPECT_TRUE(fs.empty()) << fs.front().code;

@@ -186,6 +186,33 @@ TEST(MonitorFrames, OneGpuInDetailWithGraphsAxesAndItsProcesses) {
   EXPECT_NE(one.find("no per-process utilisation"), std::string::npos) << one;
 }
 
+TEST(MonitorFrames, TheDetailViewShowsVideoEnginesXidsAndNvlinks) {
+  frames_fixture f;
+  auto m = f.model(1);
+  health_reading& h = *m.gpus[0].now.health;
+  h.encoder_util_percent = 35;
+  h.decoder_util_percent = 5;
+  h.xid_known = true;
+  h.xid_counts = {{13, 2}, {79, 1}};
+  h.last_xid = 79;
+  h.nvlink_links = {{0, true}, {1, true}, {2, false}, {3, true}};
+  ui_state ui;
+  ui.focus = 0;
+  for (std::size_t width : {80U, 120U}) {
+    const auto lines = render_frame(m, ui, width, 40, false);
+    const std::string all = joined(lines);
+    EXPECT_NE(all.find("enc 35%"), std::string::npos) << all;
+    EXPECT_NE(all.find("dec 5%"), std::string::npos) << all;
+    EXPECT_NE(all.find("last 79 (GPU has fallen off the bus)"), std::string::npos) << all;
+    EXPECT_NE(all.find("3 XIDs since start"), std::string::npos) << all;
+    EXPECT_NE(all.find("XID 79"), std::string::npos) << all;  // the health flag
+    EXPECT_NE(all.find("nvlink 3/4 up"), std::string::npos) << all;
+    EXPECT_NE(all.find("NVLink down 1"), std::string::npos) << all;
+    for (const auto& l : lines)
+      EXPECT_LE(cells(l), width) << l;
+  }
+}
+
 TEST(MonitorFrames, ProcessesWithTheirSharesSortedAsAsked) {
   frames_fixture f;
   const auto m = f.model(4);

@@ -16,6 +16,7 @@ namespace joules::nvml {
 using nvmlReturn_t = int;
 using nvmlDevice_t = struct nvmlDevice_st*;
 using nvmlGpmSample_t = struct nvmlGpmSample_st*;
+using nvmlEventSet_t = struct nvmlEventSet_st*;
 using nvmlDeviceArchitecture_t = unsigned int;
 
 // nvmlReturn_t values (docs/nvml-notes.md §5.2).
@@ -73,6 +74,11 @@ inline constexpr unsigned int kFiDevEccDbeAggTotal = 6;
 inline constexpr unsigned int kFiDevRetiredSbe = 29;  // pages retired for repeated single-bit
 inline constexpr unsigned int kFiDevRetiredDbe = 30;  // pages retired for a double-bit error
 inline constexpr unsigned int kFiDevRetiredPending = 31;
+// NVLink error counts, totals over all links (docs/nvml-notes.md §5.14).
+inline constexpr unsigned int kFiDevNvlinkCrcFlitErrorTotal = 38;
+inline constexpr unsigned int kFiDevNvlinkCrcDataErrorTotal = 45;
+inline constexpr unsigned int kFiDevNvlinkReplayErrorTotal = 52;
+inline constexpr unsigned int kFiDevNvlinkRecoveryErrorTotal = 59;
 inline constexpr unsigned int kFiDevMemoryTemp = 82;
 inline constexpr unsigned int kFiDevTotalEnergyConsumption = 83;  // mJ since driver load
 inline constexpr unsigned int kFiDevPcieReplayCounter = 94;
@@ -305,6 +311,19 @@ inline constexpr unsigned int kPowerValueV2Version = struct_version(sizeof(nvmlP
 inline constexpr unsigned int kProcessDetailListV1Version =
     struct_version(sizeof(nvmlProcessDetailList_v1_t), 1);
 
+// NVML_NVLINK_MAX_LINKS: link indices 0..17 (docs/nvml-notes.md §5.14).
+inline constexpr unsigned int kNvlinkMaxLinks = 18;
+
+// Events (docs/nvml-notes.md §5.13): nvmlEventSetWait_v2 fills one of these per event.
+inline constexpr unsigned long long kEventTypeXidCriticalError = 0x0000000000000008ULL;
+struct nvmlEventData_t {
+  nvmlDevice_t device;
+  unsigned long long eventType;
+  unsigned long long eventData;  // the XID number, for kEventTypeXidCriticalError
+  unsigned int gpuInstanceId;    // MIG: the instance the XID is attributed to
+  unsigned int computeInstanceId;
+};
+
 // Sizes and offsets compiled from the real header (docs/nvml-notes.md §5.4).
 static_assert(sizeof(nvmlPciInfo_t) == 68);
 static_assert(sizeof(nvmlMemory_v2_t) == 40);
@@ -316,6 +335,8 @@ static_assert(sizeof(nvmlFieldValue_t) == 40);
 static_assert(offsetof(nvmlFieldValue_t, value) == 32);
 static_assert(sizeof(nvmlGpmMetric_t) == 40);
 static_assert(offsetof(nvmlGpmMetricsGet_t, metrics) == 24);
+static_assert(sizeof(nvmlEventData_t) == 32);
+static_assert(offsetof(nvmlEventData_t, eventData) == 16);
 static_assert(kMemoryV2Version == 0x02000028U);
 static_assert(kTemperatureV1Version == 0x0100000CU);
 static_assert(kPowerValueV2Version == 0x0200000CU);

@@ -25,6 +25,9 @@ constexpr unsigned kSpareProcessSlots = 8;
 constexpr auto kProcessUtilizationEvery = std::chrono::seconds(1);
 // A sample above 100 % is not a share of time: the driver's, not the process's; left out.
 constexpr unsigned kMaxUtilPercent = 100;
+// Encoder and decoder utilisation are averaged by the driver over about a second: reading them
+// more often shows the same figure.
+constexpr auto kVideoEvery = std::chrono::seconds(1);
 
 std::optional<double> milli(unsigned int v, bool ok) {
   return ok ? std::optional<double>(v / 1000.0) : std::nullopt;
@@ -33,7 +36,7 @@ std::optional<double> milli(unsigned int v, bool ok) {
 }  // namespace
 
 health_reader::health_reader(const entry_points& fn, nvmlDevice_t device)
-    : fn_(fn), device_(device), gpm_(fn, device), mig_(fn, device) {}
+    : fn_(fn), device_(device), gpm_(fn, device), mig_(fn, device), xid_(fn, device) {}
 
 bool health_reader::settle(reading r, nvmlReturn_t rc) {
   state& s = state_[r];
@@ -101,8 +104,10 @@ health_reading health_reader::read() {
   read_performance_state(h, slow);
   read_processes(h, slow);
   read_process_utilization(h, now);
+  read_video(h, now);
   gpm_.read(h);
   mig_.read(h, slow);
+  xid_.read(h);
   probed_ = true;
   if (lost_) return {};  // nothing read from a GPU that fell off the bus is worth showing
   return h;
@@ -125,6 +130,12 @@ void health_reader::copy_slow(const health_reading& from, health_reading& to) {
   to.pcie_width = from.pcie_width;
   to.persistence_mode = from.persistence_mode;
   to.power_limit_w = from.power_limit_w;
+  to.nvlink_crc_flit_errors = from.nvlink_crc_flit_errors;
+  to.nvlink_crc_data_errors = from.nvlink_crc_data_errors;
+  to.nvlink_replay_errors = from.nvlink_replay_errors;
+  to.nvlink_recovery_errors = from.nvlink_recovery_errors;
+  to.nvlink_errors_rising = from.nvlink_errors_rising;
+  to.nvlink_links = from.nvlink_links;
 }
 
 void health_reader::read_static() {
@@ -400,6 +411,29 @@ void health_reader::read_process_utilization(health_reading& h, mono_time now) {
   }
 }
 
+void health_reader::read_video(health_reading& h, mono_time now) {
+  const bool due = !video_at_ || now + kReadJitter >= *video_at_ + kVideoEvery;
+  if (due) {
+    video_at_ = now;
+    unsigned int v = 0;
+    unsigned int period_us = 0;
+    encoder_.reset();
+    decoder_.reset();
+    if (attempt(encoder, fn_.nvmlDeviceGetEncoderUtilization != nullptr,
+                [&] { return fn_.nvmlDeviceGetEncoderUtilization(device_, &v, &period_us); }) &&
+        v <= kMaxUtilPercent) {
+      encoder_ = v;
+    }
+    if (attempt(decoder, fn_.nvmlDeviceGetDecoderUtilization != nullptr,
+                [&] { return fn_.nvmlDeviceGetDecoderUtilization(device_, &v, &period_us); }) &&
+        v <= kMaxUtilPercent) {
+      decoder_ = v;
+    }
+  }
+  h.encoder_util_percent = encoder_;
+  h.decoder_util_percent = decoder_;
+}
+
 std::vector<std::string> health_reader::supported() const {
   struct group {
     const char* name;
@@ -407,6 +441,7 @@ std::vector<std::string> health_reader::supported() const {
   };
   const group groups[] = {
       {"utilization", {utilization}},
+      {"video_utilization", {encoder, decoder}},
       {"memory", {memory_v2, memory_v1}},
       {"temperature", {temperature_v, temperature}},
       {"memory_temperature", {field_memory_temperature}},
@@ -425,6 +460,8 @@ std::vector<std::string> health_reader::supported() const {
       {"pcie_link", {pcie_generation, pcie_width}},
       {"pcie_replays", {field_pcie_replay, pcie_replay}},
       {"pcie_throughput", {field_pcie_bytes}},
+      {"nvlink_errors", {field_nvlink_errors}},
+      {"nvlink_state", {nvlink_state}},
       {"persistence_mode", {persistence}},
       {"power_limit", {field_power_limit, power_limit}},
       {"processes", {process_detail, process_v3, process_v2, process_v1}},
@@ -441,6 +478,7 @@ std::vector<std::string> health_reader::supported() const {
     }
   }
   if (gpm_.supported()) out.emplace_back("gpm");
+  if (xid_.supported()) out.emplace_back("xid_errors");
   return out;
 }
 

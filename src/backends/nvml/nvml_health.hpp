@@ -16,12 +16,16 @@
 //   remapped rows, PCIe replays and width, persistence mode, the enforced power limit;
 // - on change: the performance state when a clock changed, the process list when the memory in
 //   use changed; else with the slow tier;
-// - at most once a second, while the GPU has processes: their SM utilisation.
+// - at most once a second, while the GPU has processes: their SM utilisation;
+// - at most once a second: encoder and decoder utilisation (the driver averages them over a
+//   sampling period of its own, about a second);
+// - every read, without waiting: the XID events queued since the last read (nvml_xid.hpp).
 // Field values (memory temperature, PCIe byte counters and most of the slow tier) come from one
 // nvmlDeviceGetFieldValues call per read; a field that does not answer at the probe falls back
 // to its getter.  Calls per GPU and read on a current driver: 10 (two of them GPM), a fan where
 // the board has one, and 5 more on slow reads (PCIe width, persistence mode, performance state,
-// the two process lists); one a second for the processes' utilisation while there are any.
+// the two process lists); one a second for the processes' utilisation while there are any, two a
+// second for the video engines, and one event wait per read for XIDs.
 //
 // Not thread-safe: owned and called by the sampler thread only.
 
@@ -37,6 +41,7 @@
 #include "backends/nvml/nvml_gpm.hpp"
 #include "backends/nvml/nvml_library.hpp"
 #include "backends/nvml/nvml_mig.hpp"
+#include "backends/nvml/nvml_xid.hpp"
 #include "util/clock.hpp"
 
 namespace joules::nvml {
@@ -80,6 +85,7 @@ class health_reader {
     field_remapped_rows,
     field_pcie_replay,
     field_power_limit,
+    field_nvlink_errors,
     // Getters of the slow tier: fallbacks of the fields above, and two without a field.
     ecc_corrected_volatile,
     ecc_uncorrected_volatile,
@@ -93,6 +99,7 @@ class health_reader {
     power_limit,
     pcie_width,
     persistence,
+    nvlink_state,
     // On change.
     performance_state,
     process_detail,
@@ -101,6 +108,8 @@ class health_reader {
     process_v1,
     // At most once a second.
     process_utilization,
+    encoder,
+    decoder,
     kReadingCount
   };
   struct field_group;
@@ -119,6 +128,7 @@ class health_reader {
   void read_fields(health_reading& h, bool slow, mono_time now);
   void apply_field(reading r, const nvmlFieldValue_t* v, health_reading& h, mono_time now);
   void read_slow_getters();
+  void read_nvlinks(health_reading& h);
   static void copy_slow(const health_reading& from, health_reading& to);
   void read_memory(health_reading& h);
   void read_temperatures(health_reading& h);
@@ -127,6 +137,7 @@ class health_reader {
   void read_processes(health_reading& h, bool slow);
   bool read_process_kind(std::vector<gpu_process>& out, bool graphics);
   void read_process_utilization(health_reading& h, mono_time now);
+  void read_video(health_reading& h, mono_time now);
 
   const entry_points& fn_;
   nvmlDevice_t device_;
@@ -139,12 +150,23 @@ class health_reader {
   std::optional<unsigned> max_sm_mhz_, max_mem_mhz_, max_pcie_gen_, max_pcie_width_;
   std::optional<bool> ecc_enabled_;
 
+  // NVLink: the links the GPU answers for (probed at the first slow read), and the error counts
+  // of the first slow read, to tell whether they grew since.
+  std::vector<unsigned> nvlinks_;
+  bool nvlinks_probed_ = false;
+  std::optional<std::array<std::uint64_t, 4>> nvlink_errors_;
+
   // PCIe byte counters (fields 197/198): the previous reading, for rates.
   std::optional<std::array<std::uint64_t, 2>> pcie_bytes_;
   mono_time pcie_bytes_t_{};
 
   gpm_reader gpm_;
   mig_reader mig_;
+  xid_watch xid_;
+
+  // Encoder and decoder utilisation, read at most once a second, and when.
+  std::optional<unsigned> encoder_, decoder_;
+  std::optional<mono_time> video_at_;
 
   // The slow tier's values, when they were read, and when read() last ran.
   health_reading slow_;

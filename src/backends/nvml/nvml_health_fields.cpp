@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <vector>
 
 #include "backends/nvml/nvml_decode.hpp"
 #include "backends/nvml/nvml_health.hpp"
@@ -38,6 +39,11 @@ const health_reader::field_group health_reader::kFieldGroups[] = {
     {field_pcie_replay, true, 1, {kFiDevPcieReplayCounter}},
     // The power limit in force (the backend reads the same field for device_info::power_limit).
     {field_power_limit, true, 1, {kFiDevPowerCurrentLimit}},
+    {field_nvlink_errors,
+     true,
+     4,
+     {kFiDevNvlinkCrcFlitErrorTotal, kFiDevNvlinkCrcDataErrorTotal, kFiDevNvlinkReplayErrorTotal,
+      kFiDevNvlinkRecoveryErrorTotal}},
 };
 
 void health_reader::read_fields(health_reading& h, bool slow, mono_time now) {
@@ -124,6 +130,28 @@ void health_reader::apply_field(reading r, const nvmlFieldValue_t* v, health_rea
     case field_power_limit:
       h.power_limit_w = field_as_double(v[0]) / 1000.0;
       break;
+    case field_nvlink_errors: {
+      const std::array<std::uint64_t, 4> counts{field_as_u64(v[0]), field_as_u64(v[1]),
+                                                field_as_u64(v[2]), field_as_u64(v[3])};
+      h.nvlink_crc_flit_errors = counts[0];
+      h.nvlink_crc_data_errors = counts[1];
+      h.nvlink_replay_errors = counts[2];
+      h.nvlink_recovery_errors = counts[3];
+      // Against the first reading: errors that grew while joules watched.  A driver reload
+      // resets the counts; they are then compared with the new ones.
+      bool rising = false;
+      if (nvlink_errors_) {
+        for (std::size_t k = 0; k < counts.size(); ++k)
+          rising = rising || counts[k] > (*nvlink_errors_)[k];
+        for (std::size_t k = 0; k < counts.size(); ++k) {
+          if (counts[k] < (*nvlink_errors_)[k]) nvlink_errors_ = counts;
+        }
+      } else {
+        nvlink_errors_ = counts;
+      }
+      h.nvlink_errors_rising = rising;
+      break;
+    }
     default:
       break;
   }
@@ -203,6 +231,46 @@ void health_reader::read_slow_getters() {
   if (attempt(persistence, fn_.nvmlDeviceGetPersistenceMode != nullptr,
               [&] { return fn_.nvmlDeviceGetPersistenceMode(device_, &v); })) {
     h.persistence_mode = v == kFeatureEnabled;
+  }
+  read_nvlinks(h);
+}
+
+void health_reader::read_nvlinks(health_reading& h) {
+  h.nvlink_links.clear();
+  if (state_[nvlink_state] == state::off || lost_) return;
+  if (fn_.nvmlDeviceGetNvLinkState == nullptr) {
+    state_[nvlink_state] = state::off;
+    return;
+  }
+  // The first time, every index NVML has: the links of this GPU answer, whether up or down.  A
+  // GPU without NVLink answers NOT_SUPPORTED at the first.
+  const bool probe = !nvlinks_probed_;
+  if (probe) {
+    nvlinks_probed_ = true;
+    for (unsigned link = 0; link < kNvlinkMaxLinks; ++link)
+      nvlinks_.push_back(link);
+  }
+  std::vector<unsigned> answered;
+  for (unsigned link : nvlinks_) {
+    unsigned int active = 0;
+    const nvmlReturn_t rc = fn_.nvmlDeviceGetNvLinkState(device_, link, &active);
+    if (rc == kErrorGpuIsLost) {
+      lost_ = true;
+      return;
+    }
+    if (rc == kSuccess) {
+      answered.push_back(link);
+      h.nvlink_links.push_back({link, active == kFeatureEnabled});
+    } else if (probe && (rc == kErrorNotSupported || rc == kErrorFunctionNotFound)) {
+      break;
+    } else if (!probe) {
+      h.nvlink_links.clear();  // unknown this time
+      return;
+    }
+  }
+  if (probe) {
+    nvlinks_ = answered;
+    state_[nvlink_state] = nvlinks_.empty() ? state::off : state::on;
   }
 }
 

@@ -4,7 +4,9 @@
 
 #include <array>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <utility>
 
 namespace joules::exporter {
 namespace {
@@ -54,6 +56,10 @@ constexpr std::array kSimple = {
     h<&health_reading::gpu_util_percent>, 0.01},
   simple_metric{"joules_gpu_memory_utilization_ratio", "Share of the last sample period in which device memory was read or written (0-1).", metric_type::gauge,
     h<&health_reading::memory_util_percent>, 0.01},
+  simple_metric{"joules_gpu_encoder_utilization_ratio", "Share of the driver's sampling period in which the video encoder ran (0-1).", metric_type::gauge,
+    h<&health_reading::encoder_util_percent>, 0.01},
+  simple_metric{"joules_gpu_decoder_utilization_ratio", "Share of the driver's sampling period in which the video decoder ran (0-1).", metric_type::gauge,
+    h<&health_reading::decoder_util_percent>, 0.01},
   simple_metric{"joules_gpu_memory_total_bytes", "Device memory, in bytes.", metric_type::gauge,
     h<&health_reading::memory_total_bytes>},
   simple_metric{"joules_gpu_memory_used_bytes", "Device memory in use, in bytes.", metric_type::gauge,
@@ -143,9 +149,30 @@ constexpr std::array kDcgm = {
   simple_metric{"DCGM_FI_DEV_PCIE_REPLAY_COUNTER", "Total number of PCIe retries.", metric_type::counter, h<&health_reading::pcie_replays>},
   simple_metric{"DCGM_FI_DEV_GPU_UTIL", "GPU utilization (in %).", metric_type::gauge, h<&health_reading::gpu_util_percent>},
   simple_metric{"DCGM_FI_DEV_MEM_COPY_UTIL", "Memory utilization (in %).", metric_type::gauge, h<&health_reading::memory_util_percent>},
+  simple_metric{"DCGM_FI_DEV_ENC_UTIL", "Encoder utilization (in %).", metric_type::gauge, h<&health_reading::encoder_util_percent>},
+  simple_metric{"DCGM_FI_DEV_DEC_UTIL", "Decoder utilization (in %).", metric_type::gauge, h<&health_reading::decoder_util_percent>},
+  // The latest XID, 0 before the first one, where the driver reports XID events.
+  simple_metric{"DCGM_FI_DEV_XID_ERRORS", "Value of the last XID error encountered.", metric_type::gauge,
+    [](const device_info&, const device_state& d) -> reading {
+      if (!d.health || !d.health->xid_known) return std::nullopt;
+      return static_cast<double>(d.health->last_xid.value_or(0)); }},
+  // Not in dcgm-exporter's default file: DCGM's field 112, the bitmask of docs/nvml-notes.md §7.
+  simple_metric{"DCGM_FI_DEV_CLOCK_THROTTLE_REASONS", "Current clock throttle reasons (bitmask of DCGM_CLOCKS_THROTTLE_REASON_*)", metric_type::gauge,
+    [](const device_info&, const device_state& d) -> reading {
+      if (!d.health || !d.health->throttle) return std::nullopt;
+      return static_cast<double>(d.health->throttle->raw); }},
+  // In dcgm-exporter's default file, commented out there.
+  simple_metric{"DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", "Total number of NVLink flow-control CRC errors.", metric_type::counter,
+    h<&health_reading::nvlink_crc_flit_errors>},
+  simple_metric{"DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL", "Total number of NVLink data CRC errors.", metric_type::counter,
+    h<&health_reading::nvlink_crc_data_errors>},
+  simple_metric{"DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL", "Total number of NVLink retries.", metric_type::counter,
+    h<&health_reading::nvlink_replay_errors>},
+  simple_metric{"DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL", "Total number of NVLink recovery errors.", metric_type::counter,
+    h<&health_reading::nvlink_recovery_errors>},
   simple_metric{"DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", metric_type::gauge,
     [](const device_info& i, const device_state& d) -> reading {
-      const reading free = kSimple[11].get(i, d);
+      const reading free = kSimple[13].get(i, d);
       return free ? reading(*free / 1048576.0) : std::nullopt; }},
   simple_metric{"DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", metric_type::gauge,
     h<&health_reading::memory_used_bytes>, 1.0 / 1048576.0},
@@ -170,9 +197,17 @@ constexpr std::array kDcgm = {
     h<&health_reading::pcie_rx_bytes_per_s>},
 };
 // clang-format on
-static_assert(kSimple[11].name == "joules_gpu_memory_free_bytes");
-constexpr std::size_t kDcgmFbFree = 9;
-constexpr std::size_t kDcgmFbUsed = 10;
+static_assert(kSimple[13].name == "joules_gpu_memory_free_bytes");
+// Where a family is in its table, found by name: the tables grow.
+template <std::size_t N>
+constexpr std::size_t index_of(const std::array<simple_metric, N>& table, std::string_view name) {
+  for (std::size_t i = 0; i < N; ++i) {
+    if (table[i].name == name) return i;
+  }
+  return N;
+}
+constexpr std::size_t kDcgmFbFree = index_of(kDcgm, "DCGM_FI_DEV_FB_FREE");
+constexpr std::size_t kDcgmFbUsed = index_of(kDcgm, "DCGM_FI_DEV_FB_USED");
 static_assert(kDcgm[kDcgmFbFree].name == "DCGM_FI_DEV_FB_FREE");
 static_assert(kDcgm[kDcgmFbUsed].name == "DCGM_FI_DEV_FB_USED");
 // dcgm-exporter writes GPU_I_PROFILE and GPU_I_ID after its first five labels (gpu, UUID,
@@ -249,6 +284,18 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
                        "ECC errors by type (corrected, uncorrected) and scope (volatile: since "
                        "the driver loaded; aggregate: over the GPU's life).",
                        metric_type::counter);
+  xid_ = &e.add_family("joules_gpu_xid_errors_total",
+                       "XID errors the driver reported since joules started watching the GPU, by "
+                       "XID number (docs/xid.md).",
+                       metric_type::counter);
+  nvlink_errors_ = &e.add_family(
+      "joules_gpu_nvlink_errors_total",
+      "NVLink errors over all links since the driver loaded, by type (crc_flit, crc_data, "
+      "replay, recovery).",
+      metric_type::counter);
+  nvlink_up_ = &e.add_family("joules_gpu_nvlink_link_up",
+                             "1 while the NVLink named by `link` is up, 0 while it is down.",
+                             metric_type::gauge);
   retired_ = &e.add_family("joules_gpu_retired_pages_total",
                            "Memory pages retired, by cause (single_bit, double_bit).",
                            metric_type::counter);
@@ -349,6 +396,17 @@ void gpu_metrics::fill(const sampler_snapshot& snap) {
           &hr.ecc_uncorrected_aggregate};
       for (std::size_t i = 0; i < ecc.size(); ++i)
         ecc_->add_if_known(g.ecc[i], known(*ecc[i]));
+      for (const xid_count& x : hr.xid_counts)
+        xid_->add(g.labels.with("xid", std::to_string(x.xid)), static_cast<double>(x.count));
+      const std::array<std::pair<const char*, const std::optional<std::uint64_t>*>, 4> nvlink = {
+          {{"crc_flit", &hr.nvlink_crc_flit_errors},
+           {"crc_data", &hr.nvlink_crc_data_errors},
+           {"replay", &hr.nvlink_replay_errors},
+           {"recovery", &hr.nvlink_recovery_errors}}};
+      for (const auto& [type, count] : nvlink)
+        nvlink_errors_->add_if_known(g.labels.with("type", type), known(*count));
+      for (const nvlink_state& l : hr.nvlink_links)
+        nvlink_up_->add(g.labels.with("link", std::to_string(l.link)), l.active ? 1.0 : 0.0);
       retired_->add_if_known(g.retired[0], known(hr.retired_pages_single_bit));
       retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));

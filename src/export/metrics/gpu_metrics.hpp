@@ -59,6 +59,9 @@ class gpu_metrics {
   metric_family* lost_ = nullptr;
   metric_family* throttle_ = nullptr;
   metric_family* ecc_ = nullptr;
+  metric_family* xid_ = nullptr;
+  metric_family* nvlink_errors_ = nullptr;
+  metric_family* nvlink_up_ = nullptr;
   metric_family* retired_ = nullptr;
   metric_family* remapped_ = nullptr;
   metric_family* cpu_power_ = nullptr;
