@@ -142,7 +142,6 @@ struct health_reading {
   // MIG: whether the GPU is in MIG mode (unknown where the driver has no MIG), and its instances.
   std::optional<bool> mig_enabled;
   std::vector<mig_instance_reading> mig_instances;
-};
 
   // XID errors the driver reported since joules started watching the GPU (docs/xid.md): the count
   // per XID number, ascending, and the latest one.  xid_known: the driver delivers XID events, so
