@@ -76,8 +76,8 @@ bool match_mm(std::string_view body, match& m) {
   skip_past(c, ']');
   const std::string_view rest = c.rest();
   if (loop != "train") {
-    set_kind(m, contains(rest, "eta:") ? line_kind::phase_begin : line_kind::phase_end,
-             format, rest);
+    set_kind(m, contains(rest, "eta:") ? line_kind::phase_begin : line_kind::phase_end, format,
+             rest);
     return true;
   }
   if (!total) return false;
