@@ -6,6 +6,7 @@
 #include <chrono>
 #include <mutex>
 #include <new>
+#include <set>
 #include <vector>
 
 #include "api_util.hpp"
@@ -18,23 +19,32 @@ using fake_nvml::api_call;
 using fake_nvml::device_call;
 using fake_nvml::fn;
 
-// What nvmlEventSet_t points at.  The magic number lets the calls refuse pointers that are not
-// ours (or a set already freed).
+// What nvmlEventSet_t points at.  The sets alive are listed (live_sets), so that the calls refuse
+// pointers that are not ours or a set already freed without reading through them.
 struct xid_event_set {
-  static constexpr unsigned int kMagic = 0x65767331U;  // "evs1"
   struct registration {
     const fake_nvml::device* gpu = nullptr;
     nvmlDevice_t handle = nullptr;
     std::size_t next = 0;  // the first of gpu->xids not yet delivered
   };
-  unsigned int magic = kMagic;
   std::mutex lock;
   std::vector<registration> devices;
 };
 
+struct live_sets {
+  std::mutex lock;
+  std::set<const void*> sets;
+};
+
+live_sets& live() {
+  static live_sets* l = new live_sets();  // never destroyed: calls may come during exit
+  return *l;
+}
+
 xid_event_set* xid_set_of(nvmlEventSet_t s) {
-  auto* set = reinterpret_cast<xid_event_set*>(s);
-  return set != nullptr && set->magic == xid_event_set::kMagic ? set : nullptr;
+  live_sets& l = live();
+  const std::lock_guard<std::mutex> hold(l.lock);
+  return l.sets.count(s) != 0 ? reinterpret_cast<xid_event_set*>(s) : nullptr;
 }
 
 // Takes the oldest XID due at scenario time t from any device of the set.
@@ -64,6 +74,9 @@ extern "C" nvmlReturn_t nvmlEventSetCreate(nvmlEventSet_t* set) {
   auto* s = new (std::nothrow) xid_event_set();
   if (s == nullptr) return kErrorMemory;
   *set = reinterpret_cast<nvmlEventSet_t>(s);
+  live_sets& l = live();
+  const std::lock_guard<std::mutex> hold(l.lock);
+  l.sets.insert(*set);
   return kSuccess;
 }
 
@@ -119,10 +132,12 @@ extern "C" nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t*
 extern "C" nvmlReturn_t nvmlEventSetFree(nvmlEventSet_t set) {
   const api_call call(fn::nvmlEventSetFree);
   if (!call) return call.status();
-  xid_event_set* s = xid_set_of(set);
-  if (s == nullptr) return kErrorInvalidArgument;
-  s->magic = 0;
-  delete s;
+  live_sets& l = live();
+  {
+    const std::lock_guard<std::mutex> hold(l.lock);
+    if (l.sets.erase(set) == 0) return kErrorInvalidArgument;
+  }
+  delete reinterpret_cast<xid_event_set*>(set);
   return kSuccess;
 }
 
