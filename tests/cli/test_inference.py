@@ -113,7 +113,9 @@ def test_joules_per_token_within_1_percent_for_each_server(servers, tmp, fmt):
     assert rec["energy_per_output_token_j"] == pytest.approx(1.2, rel=0.01)
     assert rec["energy_per_token_j"] == pytest.approx(1.0, rel=0.01)
     assert rec["output_tokens_per_j"] == pytest.approx(1 / 1.2, rel=0.01)
-    assert rec["idle_energy_ratio"] == 0
+    # Busy all along: at most a sliver counts as idle, where two scrapes of a loaded machine came
+    # so close together that the page's count had not moved between them.
+    assert rec["idle_energy_ratio"] < 0.01
     if fmt in ("vllm", "sglang", "tgi"):
         # A request every 20 ms: 12 J each.
         assert rec["energy_per_request_j"] == pytest.approx(12.0, rel=0.02)
