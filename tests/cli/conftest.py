@@ -100,6 +100,15 @@ def tmp(tmp_path):
     return tmp_path
 
 
+@pytest.fixture
+def procs():
+    """Processes a test started and leaves running (servers): killed after it."""
+    started = []
+    yield started
+    for p in started:
+        p.kill()
+
+
 def fake_gpus(scenario, variant="full", epoch_before_s=10.0):
     """Environment that points joules at the fake NVML with `scenario` (a dict).
 

@@ -20,14 +20,6 @@ def h100(watts, update_ms=0):
             "energy_counter": {"update_ms": update_ms, "phase_ms": 5}}
 
 
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.kill()
-
-
 def start_record(path):
     def ready():
         return path.exists() and path.read_text().startswith("{")

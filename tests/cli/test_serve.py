@@ -92,14 +92,6 @@ DCGM_EXTRAS = {
 }
 
 
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.kill()
-
-
 def test_every_gpu_reading_with_its_labels_in_si_units(procs):
     scenario = {"devices": [h100({"type": "constant", "watts": 300}, health=HEALTH),
                             h100({"type": "constant", "watts": 200})]}

@@ -36,14 +36,6 @@ def mig_scenario():
                         dict(gpu, power={"type": "constant", "watts": 250})]}
 
 
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.kill()
-
-
 def test_serve_writes_each_mig_device_and_the_energy_once_per_gpu(procs):
     env, _ = fake_gpus(mig_scenario())
     p = serve("--dcgm-compat", "--hostname", "node-m", "--interval", "100", env=env)

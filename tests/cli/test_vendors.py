@@ -29,14 +29,6 @@ def intel(**extra):
 VENDORS = {"amd": (fake_amd, amd), "intel": (fake_intel, intel)}
 
 
-@pytest.fixture
-def procs():
-    started = []
-    yield started
-    for p in started:
-        p.kill()
-
-
 @pytest.mark.parametrize("vendor", VENDORS)
 def test_wrap_splits_the_energy_into_steps(tmp, vendor):
     make_env, device = VENDORS[vendor]
