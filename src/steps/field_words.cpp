@@ -30,7 +30,7 @@ using wc = word_class;
 // One table for every word the field reader knows, sorted for a binary search: a log line has
 // tens of words and each is looked up once.
 constexpr auto kVocabulary = [] {
-  std::array<entry, 139> t = {{
+  std::array<entry, 143> t = {{
       {"acc", wc::loss_like},
       {"accuracy", wc::loss_like},
       {"after", wc::none, kMention},
@@ -57,6 +57,7 @@ constexpr auto kVocabulary = [] {
       {"ep", wc::none, kEpoch},
       {"epoch", wc::none, kEpoch},
       {"epochs", wc::none, kEpoch},
+      {"episode", wc::none, kStep},
       {"err", wc::metric},
       {"error", wc::metric},
       {"eval", wc::eval, kOtherLoop},
@@ -82,6 +83,8 @@ constexpr auto kVocabulary = [] {
       {"iters", wc::none, kStep},
       {"itn", wc::none, kStep},
       {"kimg", wc::metric, kSample},
+      {"l1", wc::metric},
+      {"l2", wc::metric},
       {"learn", wc::train},
       {"learning", wc::loss_like},
       {"loading", wc::notice},
@@ -155,6 +158,7 @@ constexpr auto kVocabulary = [] {
       {"tokens", wc::none, kSample},
       {"total", wc::none, kGlobalPrefix},
       {"tps", wc::metric},
+      {"tree", wc::none, kStep},
       {"train", wc::train, kStepPrefix},
       {"trainer", wc::none, kStepPrefix},
       {"training", wc::train, kGlobalPrefix},
