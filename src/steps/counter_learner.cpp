@@ -344,8 +344,14 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     return false;
   }
   // A counter over another total in the same template is another loop (an evaluation bar
-  // beside the training bar).
-  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter) {
+  // beside the training bar), unless it starts again on a line of training values that speaks
+  // of no evaluation: a new run with another length ("Step 10/2000, loss: 2.3" after "Step
+  // 900/1000, loss: 1.1" in the log of two runs).
+  const bool restarted_run = !f.eval_word && !f.notice && f.metric_values &&
+                             cf.place != field_place::bar && c.score >= 45 && t->last_value &&
+                             cf.value < *t->last_value;
+  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter &&
+      !restarted_run) {
     if (why) *why = fmt::format("counts to {}, not {}: another loop", *cf.total, *t->last_total);
     return false;
   }

@@ -30,7 +30,7 @@ using wc = word_class;
 // One table for every word the field reader knows, sorted for a binary search: a log line has
 // tens of words and each is looked up once.
 constexpr auto kVocabulary = [] {
-  std::array<entry, 143> t = {{
+  std::array<entry, 148> t = {{
       {"acc", wc::loss_like},
       {"accuracy", wc::loss_like},
       {"after", wc::none, kMention},
@@ -77,6 +77,11 @@ constexpr auto kVocabulary = [] {
       {"inference", wc::other_loop},
       {"instances", wc::none, kSample},
       {"iou", wc::metric},
+      {"mlogloss", wc::metric},  // XGBoost's metric names
+      {"ndcg", wc::metric},
+      {"aucpr", wc::metric},
+      {"mape", wc::metric},
+      {"rmsle", wc::metric},
       {"iter", wc::none, kStep},
       {"iteration", wc::none, kStep},
       {"iterations", wc::none, kStep},

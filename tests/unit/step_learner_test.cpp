@@ -400,6 +400,18 @@ TEST(StepLearner, HeadersCountersInParenthesesTablesAndEpisodes) {
   EXPECT_EQ(steps_of({"{'epoch': 1, 'train_loss': 0.5, 'val_acc': 0.7}",
                       "{'epoch': 2, 'train_loss': 0.4, 'val_acc': 0.75}"}),
             (steps_list{{1, 1}, {2, 1}}));
+  // Boosting rounds with XGBoost's metric names only.
+  EXPECT_EQ(steps_of({"[1]\tvalidation_0-mlogloss:1.01\tvalidation_1-mlogloss:1.1",
+                      "[2]\tvalidation_0-mlogloss:1.02\tvalidation_1-mlogloss:1.1"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  // A second run whose counter counts to another total is a new run, not another loop; an
+  // evaluation's count over its own total beside the training one is not.
+  EXPECT_EQ(steps_of({"Step 100/1000, loss: 2.3", "Step 900/1000, loss: 1.1",
+                      "Step 10/2000, loss: 2.3", "Step 20/2000, loss: 2.2"}),
+            (steps_list{{100, 1}, {900, 800}, {10, 10}, {20, 10}}));
+  EXPECT_EQ(steps_of({"Step 100/1000, loss: 2.3", "Step 200/1000, loss: 2.1",
+                      "Step 10/50, val_loss: 2.3", "Step 300/1000, loss: 2.0"}),
+            (steps_list{{100, 1}, {200, 100}, {-1, 0}, {300, 100}}));
   // Not the Hugging Face Trainer's dicts, whose epoch is a fraction.
   EXPECT_EQ(steps_of({"{'loss': 3.4512, 'learning_rate': 4.94e-05, 'epoch': 0.03}"}),
             (steps_list{{-1, 0}}));
