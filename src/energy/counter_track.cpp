@@ -228,18 +228,14 @@ std::optional<double> counter_track::predicted_update_at_or_before(double t) con
   return ref + std::floor((t - ref) / period_) * period_;
 }
 
-double counter_track::place(double lo, double hi, bool& pinned, bool& timed) const {
+double counter_track::place(double lo, double hi, bool& pinned) const {
   pinned = false;
-  timed = true;
   if (model_ == model_kind::continuous) return hi;
   if (lo != kNoTime && hi - lo <= kNarrowBracketS) {
     pinned = true;
     return 0.5 * (lo + hi);
   }
   if (auto u = predicted_update_at_or_before(hi); u && (lo == kNoTime || *u > lo)) return *u;
-  // The first value of a counter whose updates are not known: produced at some update before
-  // its read, however long before.
-  timed = lo != kNoTime;
   return hi;
 }
 
@@ -251,7 +247,7 @@ void counter_track::place_pending() {
   a.energy_j = pv.energy_j;
   a.lo = pv.lo;
   a.hi = pv.hi;
-  a.t = place(pv.lo, pv.hi, a.pinned, a.timed);
+  a.t = place(pv.lo, pv.hi, a.pinned);
   if (a.pinned && !in_burst_ && learn_from_pinned(a.t)) replace_predicted();
   push_anchor(a);
 }
@@ -259,7 +255,7 @@ void counter_track::place_pending() {
 void counter_track::replace_predicted() {
   double previous = kNoTime;
   for (auto& a : anchors_) {
-    if (!a.pinned) a.t = place(a.lo, a.hi, a.pinned, a.timed);
+    if (!a.pinned) a.t = place(a.lo, a.hi, a.pinned);
     if (a.t <= previous) a.t = previous + 1e-9;
     previous = a.t;
   }
@@ -313,20 +309,8 @@ std::optional<double> counter_track::energy_at(double t, std::optional<double> r
     return last.energy_j + r * (t - last.t);
   }
   if (t == last.t) return last.energy_j;
-  const auto it = std::upper_bound(anchors_.begin(), anchors_.end(), t,
-                                   [](double x, const energy_anchor& a) { return x < a.t; });
-  const energy_anchor& a = *(it - 1);
-  const energy_anchor& z = *it;
-  if (!a.timed) {
-    // When a's value was produced is not known, so the line from a to z says nothing about
-    // where their energy went: back from z at the rate of the update after it, or (at the end)
-    // at the rate given.
-    if (it + 1 != anchors_.end()) {
-      return std::clamp(z.energy_j - slope(z, *(it + 1)) * (z.t - t), a.energy_j, z.energy_j);
-    }
-    if (!rate_w) return std::nullopt;
-  }
-  return a.energy_j + slope(a, z) * (t - a.t);
+  const auto b = bracket(t);
+  return b->first.energy_j + slope(b->first, b->second) * (t - b->first.t);
 }
 
 bool counter_track::covers(double t) const {

@@ -29,10 +29,6 @@ struct energy_anchor {
   bool pinned = false;    // placed within a narrow bracket
   double lo = 0.0;        // the value was not there yet at lo (-inf: unknown)...
   double hi = 0.0;        // ...and was there at hi (its first read)
-  // False for the first value read while the counter's updates are not known: it is placed at
-  // its read, but it was produced at some update before it (up to a period earlier, and the
-  // period is not known either).  Energy is then placed from the anchor after it.
-  bool timed = true;
 };
 
 class counter_track {
@@ -112,9 +108,8 @@ class counter_track {
   void place_pending();
   // A read that shows the value unchanged: the energy may be known flat up to some instant.
   void hold_flat(double t);
-  // Where a value seen first at `hi` (and not yet at `lo`) was produced, given the model;
-  // `timed` is false when nothing says when (energy_anchor::timed).
-  double place(double lo, double hi, bool& pinned, bool& timed) const;
+  // Where a value seen first at `hi` (and not yet at `lo`) was produced, given the model.
+  double place(double lo, double hi, bool& pinned) const;
   // Re-places anchors that were placed by prediction, after the model improved.
   void replace_predicted();
   std::optional<double> predicted_update_at_or_before(double t) const;

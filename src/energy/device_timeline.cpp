@@ -264,13 +264,7 @@ std::optional<double> device_timeline::shaped_by_power(double t, double* error) 
   // not, the dense side's power integral, scaled to agree with the counter over the run, places
   // the energy better than the proportion above, which the sparse side's error would skew.
   const double k = calibration();
-  if (!a.timed) {
-    // a's value was produced at some update before its read, when is not known: only z places
-    // the energy, with the power readings between t and z, scaled as the counter and the power
-    // readings agree over the update after z.
-    e = z.energy_j - after_ratio(z, k) * (*pz - *pt);
-    used = side::after;
-  } else if (power_instant_) {
+  if (power_instant_) {
     const bool dense_before = power_.max_gap(a.t, t) <= kDenseGapS;
     const bool dense_after = power_.max_gap(t, z.t) <= kDenseGapS;
     if (dense_after && !dense_before) {
@@ -306,18 +300,6 @@ std::optional<double> device_timeline::shaped_by_power(double t, double* error) 
     *error += kCounterUnitJ;
   }
   return std::clamp(e, a.energy_j, z.energy_j);
-}
-
-double device_timeline::after_ratio(const energy_anchor& z, double fallback) const {
-  const auto& anchors = counter_.anchors();
-  const auto next = std::upper_bound(anchors.begin(), anchors.end(), z.t,
-                                     [](double x, const energy_anchor& a) { return x < a.t; });
-  if (next == anchors.end()) return fallback;
-  const auto p0 = power_.energy_at(z.t, false);
-  const auto p1 = power_.energy_at(next->t, false);
-  if (!p0 || !p1 || !(*p1 - *p0 > 1e-9)) return fallback;
-  const double r = (next->energy_j - z.energy_j) / (*p1 - *p0);
-  return r > 0.0 && r < 10.0 ? r : fallback;
 }
 
 std::optional<double> device_timeline::beyond_last_anchor(double t, double* error) const {

@@ -76,9 +76,6 @@ class device_timeline {
   std::optional<double> counter_energy(double t, bool extrapolate, double* error) const;
   std::optional<double> shaped_by_power(double t, double* error) const;
   std::optional<double> beyond_last_anchor(double t, double* error) const;
-  // Counter energy over power integral across the update after anchor z (the ratio that scales
-  // power readings before z into counter energy), or `fallback` when that is not known yet.
-  double after_ratio(const energy_anchor& z, double fallback) const;
   // Bound on the error of counter_.energy_at(t, fallback) (interpolated between anchors, or
   // extrapolated past them at `rate`).
   double counter_error(double t, std::optional<double> rate) const;

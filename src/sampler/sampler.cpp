@@ -30,9 +30,6 @@ constexpr std::chrono::seconds kLearnAgain{10};
 // device took longer than the narrow bracket: many GPUs, or a slow driver).  Without it, such a
 // node would be read back to back for 350 ms every 10 s for the whole run, learning nothing.
 constexpr std::chrono::seconds kLearnAgainMost{600};
-// A burst that could pin updates and learnt nothing is tried again at once this many times
-// before the waits above begin: on a loaded machine a burst can miss every update by chance.
-constexpr int kLearnQuickRetries = 2;
 
 }  // namespace
 
@@ -154,7 +151,6 @@ void sampler::start(std::vector<std::size_t> devices) {
   learn_previous_.assign(devices_.size(), std::nullopt);
   learn_next_.assign(devices_.size(), now());
   learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
-  learn_quick_.assign(devices_.size(), kLearnQuickRetries);
   for (std::size_t i : devices_) {
     if (const auto& most = backend_->devices()[i].max_read_interval) {
       const auto cap = std::chrono::duration_cast<std::chrono::milliseconds>(*most);
@@ -308,12 +304,6 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
     device_timeline& tl = accounting_->timeline(k);
     tl.end_burst();
     if (!moved[k] || tl.counter().model() != counter_track::model_kind::unknown) continue;
-    if (could_pin && learn_quick_[k] > 0) {
-      // Until the counter's updates are known, each edge is placed to within one of them.
-      --learn_quick_[k];
-      learn_next_[k] = t;
-      continue;
-    }
     const auto wait = could_pin ? learn_wait_[k] : kLearnAgainMost;
     learn_next_[k] = std::max(learn_next_[k], t + wait);
     learn_wait_[k] = std::min(std::max(2 * wait, kLearnAgain), kLearnAgainMost);

@@ -228,7 +228,6 @@ class sampler {
   std::vector<std::optional<double>> learn_previous_;
   std::vector<mono_time> learn_next_;
   std::vector<std::chrono::seconds> learn_wait_;
-  std::vector<int> learn_quick_;  // immediate retries left (kLearnQuickRetries)
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};

@@ -134,28 +134,6 @@ TEST(CounterTrack, AnUnplacedValueWaitsForItsBracketUntilExtrapolationIsAllowed)
   EXPECT_NEAR(*e, 20.0, 0.01);  // the rate of the two last anchors
 }
 
-TEST(CounterTrack, AFirstValueReadLongAfterItsUpdateIsPlacedFromTheUpdatesAfterIt) {
-  // A loaded machine: the start burst's reads come 6 ms apart, too far apart to pin an update,
-  // so the period stays unknown, and the first value read was produced 53 ms before that read.
-  // Interpolating from that read would put 53 ms of energy after it (about 20 J at 10.095 s).
-  fake_counter c{[](double t) { return 500.0 * t; }, 0.1, 0.037};
-  counter_track track;
-  track.begin_burst();
-  for (int k = 0; k < 58; ++k) {
-    const double t = 10.090 + 0.006 * k;
-    track.add(t, c.read(t), std::nullopt);
-  }
-  track.end_burst();
-  ASSERT_EQ(track.model(), counter_track::model_kind::unknown);
-  ASSERT_FALSE(track.anchors().front().timed);
-  const double shown = c.energy(c.update_before(10.090));  // what the first read showed
-  for (double t : {10.095, 10.11, 10.13}) {
-    const auto e = track.energy_at(t, std::nullopt);
-    ASSERT_TRUE(e);
-    EXPECT_NEAR(*e, c.energy(t) - shown, 1.0) << t;
-  }
-}
-
 TEST(CounterTrack, ResetIsCompensatedAndCounted) {
   counter_track track;
   track.add(1.0, 1'000'000, std::nullopt);
