@@ -19,7 +19,9 @@
 
 #include "http/http_connection.hpp"
 #include "http/http_response.hpp"
+#include "http/basic_auth.hpp"
 #include "http/listen_socket.hpp"
+#include "http/tls_context.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 
@@ -71,6 +73,7 @@ struct http_server::impl {
   void accept_all(mono_time now);
   bool evict_one(mono_time now);
   void on_events(connection& c, short revents, mono_time now);
+  void handshake(connection& c, mono_time now);
   void read_input(connection& c, mono_time now);
   bool try_serve(connection& c, mono_time now);
   void respond(connection& c, const http::request_head& head);
@@ -96,8 +99,7 @@ void http_server::impl::run(const std::stop_token& stop) {
     fds.push_back({wake.get(), POLLIN, 0});
     fds.push_back({accepting ? listener.fd.get() : -1, POLLIN, 0});  // poll() skips fd -1
     for (const connection& c : conns) {
-      const short events = c.state == phase::writing ? POLLOUT : POLLIN;
-      fds.push_back({c.fd.get(), events, 0});
+      fds.push_back({c.fd.get(), detail::poll_events(c), 0});
       next = std::min(next, c.deadline);
       any_ready = any_ready || c.ready;
     }
@@ -128,9 +130,17 @@ void http_server::impl::on_events(connection& c, short revents, mono_time now) {
   if (c.ready && c.state == phase::reading) {
     c.ready = false;
     if (try_serve(c, now)) return;  // one request per round; more input waits for the next
+    // TLS: the rest of a request may lie decrypted inside OpenSSL, where poll() cannot see it.
+    if (c.tls && c.tls->pending()) {
+      read_input(c, now);
+      return;
+    }
   }
   if (!c.fd || revents == 0) return;
   switch (c.state) {
+    case phase::handshake:
+      handshake(c, now);
+      break;
     case phase::reading:
       read_input(c, now);
       break;
@@ -159,8 +169,17 @@ void http_server::impl::accept_all(mono_time now) {
     ++accepted;
     if (conns.size() >= options.max_connections && !evict_one(now)) {
       ++refused;
-      detail::refuse(fd.get(), kBusyResponse);
+      // A TLS client could not read a plain answer: it is only closed.
+      if (!options.tls) detail::refuse(fd.get(), kBusyResponse);
       continue;
+    }
+    std::unique_ptr<tls_stream> tls;
+    if (options.tls) {
+      tls = options.tls->open(fd.get());
+      if (!tls) {
+        ++errors;
+        continue;
+      }
     }
     // Responses go out in one write; Nagle would only hold back the tail of a large one.
     const int one = 1;
@@ -173,6 +192,31 @@ void http_server::impl::accept_all(mono_time now) {
     c.fd = std::move(fd);
     c.deadline = now + options.request_timeout;
     c.waiting_since = now;
+    if (tls) {
+      c.tls = std::move(tls);
+      c.state = phase::handshake;
+    }
+  }
+}
+
+// The TLS handshake, as far as the client's bytes allow.  A client that sends nothing, or
+// dribbles its handshake, holds one connection slot until request_timeout (or until evicted,
+// like a slow request) and delays no one: every call returns as soon as the socket would block.
+void http_server::impl::handshake(connection& c, mono_time now) {
+  switch (detail::continue_handshake(c)) {
+    case io_status::progress:
+      c.deadline = now + options.request_timeout;  // then the request, as on a new connection
+      c.waiting_since = now;
+      read_input(c, now);  // it may have come with the handshake's last flight
+      break;
+    case io_status::would_block:
+      break;
+    case io_status::closed:  // a port check, or a client that gave up: not an error
+      drop(c, false);
+      break;
+    case io_status::failed:  // not TLS, or a client certificate refused
+      drop(c, true);
+      break;
   }
 }
 
@@ -238,7 +282,7 @@ bool http_server::impl::try_serve(connection& c, mono_time now) {
     ++errors;
     c.close_after = true;
     c.consumed = c.in.size();
-    http::append_error_response(c.out, r.error_status, current_date());
+    http::append_error_response(c.out, r.error_status, current_date(), false, options.headers);
   } else {
     c.consumed = r.consumed;
     ++c.requests;
@@ -251,15 +295,23 @@ bool http_server::impl::try_serve(connection& c, mono_time now) {
 
 void http_server::impl::respond(connection& c, const http::request_head& head) {
   const bool head_only = head.method == "HEAD";
+  // Every path needs the credentials, as with the exporter toolkit.
+  if (options.auth && !options.auth->allows(head.authorization)) {
+    ++errors;
+    c.close_after = true;
+    http::append_error_response(c.out, 401, current_date(), head_only, options.headers);
+    return;
+  }
   const http::route route = http::route_request(head);
   if (route == http::route::not_found || route == http::route::method_not_allowed) {
     ++errors;
     c.close_after = true;
     const int status = route == http::route::not_found ? 404 : 405;
-    http::append_error_response(c.out, status, current_date(), head_only);
+    http::append_error_response(c.out, status, current_date(), head_only, options.headers);
     return;
   }
   http::response_head h;
+  h.extra = options.headers;
   h.close = c.close_after;
   h.keep_alive = !c.close_after && head.version_minor == 0;
   if (route == http::route::index) {
@@ -279,7 +331,7 @@ void http_server::impl::respond(connection& c, const http::request_head& head) {
     ++errors;
     c.close_after = true;
     c.tail.clear();
-    http::append_error_response(c.out, 500, current_date(), head_only);
+    http::append_error_response(c.out, 500, current_date(), head_only, options.headers);
     return;
   }
   if (!head_only) {
@@ -326,7 +378,7 @@ void http_server::impl::flush(connection& c, mono_time now) {
   c.deadline = now + (c.mid_request ? options.request_timeout : options.idle_timeout);
   c.waiting_since = now;
   // A pipelined request waits for the next round, so that one client cannot starve the others.
-  c.ready = c.mid_request;
+  c.ready = c.mid_request || (c.tls && c.tls->pending());
 }
 
 void http_server::impl::expire(mono_time now) {
