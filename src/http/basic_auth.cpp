@@ -30,9 +30,10 @@ crypt_load_result open_crypt() {
   void* handle = dlopen("libcrypt.so.1", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    out.why = fmt::format("cannot load libcrypt ({}); install libcrypt1 (Debian, Ubuntu) or "
-                          "libxcrypt (Fedora, RHEL)",
-                          err != nullptr ? err : "libcrypt.so.1");
+    out.why = fmt::format(
+        "cannot load libcrypt ({}); install libcrypt1 (Debian, Ubuntu) or "
+        "libxcrypt (Fedora, RHEL)",
+        err != nullptr ? err : "libcrypt.so.1");
     return out;
   }
   // POSIX guarantees that a dlsym result converts to a function pointer.
@@ -176,7 +177,8 @@ bool basic_auth::allows(std::string_view authorization) {
     }
   }
   const bool ok = verify(password, *hash) && known;
-  if (cache_.size() >= kMaxCachedAnswers) std::erase_if(cache_, [](const auto& e) { return !e.second; });
+  if (cache_.size() >= kMaxCachedAnswers)
+    std::erase_if(cache_, [](const auto& e) { return !e.second; });
   cache_.emplace(d, ok);
   return ok;
 }

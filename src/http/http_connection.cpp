@@ -38,7 +38,8 @@ io_status tls_io_status(connection& c, tls_result r) {
 io_status receive_tls(connection& c, std::size_t max_bytes) {
   std::array<char, kReadChunk> buf{};
   std::size_t n = 0;
-  const io_status st = tls_io_status(c, c.tls->read(buf.data(), std::min(max_bytes, buf.size()), n));
+  const io_status st =
+      tls_io_status(c, c.tls->read(buf.data(), std::min(max_bytes, buf.size()), n));
   if (st == io_status::progress) c.in.append(buf.data(), n);
   return st;
 }

@@ -15,8 +15,8 @@ namespace joules::exporter::detail {
 
 enum class phase {
   handshake,  // TLS: the handshake, before any request (within request_timeout of the accept)
-  reading,  // waiting for (the rest of) a request head
-  writing,  // writing a response; nothing is read meanwhile, so one response is buffered at most
+  reading,    // waiting for (the rest of) a request head
+  writing,    // writing a response; nothing is read meanwhile, so one response is buffered at most
   // The last response is out and our side is shut down; what the client still sends is read and
   // thrown away until it closes.  Closing at once with unread bytes would make the kernel send a
   // reset, which can destroy the response before the client has read it (RFC 9112 §9.6).
@@ -46,7 +46,6 @@ struct connection {
   std::size_t lingered = 0;
   short tls_wait = 0;  // TLS: POLLIN or POLLOUT when the last call stopped for the socket
 };
-
 
 enum class io_status {
   progress,     // bytes moved (receive) or everything was sent (send_pending)

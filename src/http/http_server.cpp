@@ -17,9 +17,9 @@
 #include <thread>
 #include <vector>
 
+#include "http/basic_auth.hpp"
 #include "http/http_connection.hpp"
 #include "http/http_response.hpp"
-#include "http/basic_auth.hpp"
 #include "http/listen_socket.hpp"
 #include "http/tls_context.hpp"
 #include "util/clock.hpp"

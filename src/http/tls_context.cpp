@@ -97,8 +97,9 @@ tls_context::tls_context(const tls_settings& s, const std::string& file) {
     if (!s.cipher_suites.empty()) {
       const std::string list = openssl_cipher_list(lib, ctx_, s.cipher_suites, file);
       if (list.empty() && s.min_version < TLS1_3_VERSION)
-        tls_config_fail(file, "cipher_suites names only TLS 1.3 suites; name TLS 1.2 ones too, "
-                              "or set min_version: TLS13");
+        tls_config_fail(file,
+                        "cipher_suites names only TLS 1.3 suites; name TLS 1.2 ones too, "
+                        "or set min_version: TLS13");
       if (!list.empty() && lib.ctx_set_cipher_list(ctx_, list.c_str()) != 1)
         tls_config_fail(file, "cipher_suites: " + tls_errors(lib));
     }
@@ -125,8 +126,8 @@ tls_context::tls_context(const tls_settings& s, const std::string& file) {
 
     const std::string key_from = pem_origin(s.key, "key_file", "key");
     BIO* bio = lib.bio_new_mem_buf(s.key.text.data(), static_cast<int>(s.key.text.size()));
-    EVP_PKEY* key = bio != nullptr ? lib.pem_read_private_key(bio, nullptr, nullptr, nullptr)
-                                   : nullptr;
+    EVP_PKEY* key =
+        bio != nullptr ? lib.pem_read_private_key(bio, nullptr, nullptr, nullptr) : nullptr;
     if (bio != nullptr) lib.bio_free(bio);
     if (key == nullptr) {
       lib.err_clear_error();
@@ -136,8 +137,8 @@ tls_context::tls_context(const tls_settings& s, const std::string& file) {
     lib.pkey_free(key);
     if (!ok || lib.ctx_check_private_key(ctx_) != 1) {
       lib.err_clear_error();
-      tls_config_fail(file, fmt::format("{} is not the key of the certificate in {}", key_from,
-                                        cert_from));
+      tls_config_fail(
+          file, fmt::format("{} is not the key of the certificate in {}", key_from, cert_from));
     }
 
     int verify = SSL_VERIFY_NONE;
@@ -175,7 +176,8 @@ tls_context::tls_context(const tls_settings& s, const std::string& file) {
     lib.ctx_set_verify(ctx_, verify, callback);
     // Sessions resumed with a client certificate need a context id (else OpenSSL refuses them).
     constexpr std::string_view kSessionContext = "joules-serve";
-    lib.ctx_set_session_id_context(ctx_, reinterpret_cast<const unsigned char*>(kSessionContext.data()),
+    lib.ctx_set_session_id_context(ctx_,
+                                   reinterpret_cast<const unsigned char*>(kSessionContext.data()),
                                    static_cast<unsigned>(kSessionContext.size()));
   } catch (...) {
     lib.ctx_free(ctx_);
@@ -243,8 +245,7 @@ tls_result tls_stream::read(char* buf, std::size_t n, std::size_t& moved) {
 
 tls_result tls_stream::write(const char* data, std::size_t n, std::size_t& moved) {
   moved = 0;
-  const int ret =
-      lib_->ssl_write(ssl_, data, static_cast<int>(std::min<std::size_t>(n, INT_MAX)));
+  const int ret = lib_->ssl_write(ssl_, data, static_cast<int>(std::min<std::size_t>(n, INT_MAX)));
   if (ret > 0) {
     moved = static_cast<std::size_t>(ret);
     return tls_result::done;

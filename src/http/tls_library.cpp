@@ -92,9 +92,10 @@ tls_load_result open_tls() {
     out.lib = std::move(lib);  // never closed: OpenSSL stays until exit
     return out;
   }
-  out.why = fmt::format("cannot load OpenSSL 3 ({}); install libssl3 (Debian, Ubuntu) or "
-                        "openssl-libs (Fedora, RHEL)",
-                        tried);
+  out.why = fmt::format(
+      "cannot load OpenSSL 3 ({}); install libssl3 (Debian, Ubuntu) or "
+      "openssl-libs (Fedora, RHEL)",
+      tried);
   return out;
 }
 

@@ -251,8 +251,9 @@ void read_tls(const web_config_reader& r, const yaml_node& n, web_config& out) {
       for (const std::string& c : r.texts(v, k))
         t.curves.push_back(curve_of(r, v, c));
     } else if (k == "client_allowed_sans") {
-      r.fail(v, "client_allowed_sans is not supported by joules serve; use a client CA of its "
-                "own for the scrapers (client_ca_file)");
+      r.fail(v,
+             "client_allowed_sans is not supported by joules serve; use a client CA of its "
+             "own for the scrapers (client_ca_file)");
     } else {
       r.fail(v, fmt::format("unknown key '{}' in tls_server_config", k));
     }
@@ -267,8 +268,9 @@ void read_tls(const web_config_reader& r, const yaml_node& n, web_config& out) {
   if (!t.client_ca.text.empty() && !t.client_ca.file.empty())
     r.fail(n, "give client_ca or client_ca_file, not both");
   if (t.client_ca.given() && t.auth == client_auth::none)
-    r.fail(n, "client_ca_file is given but client_auth_type is NoClientCert; set it to "
-              "RequireAndVerifyClientCert to authenticate scrapers by certificate");
+    r.fail(n,
+           "client_ca_file is given but client_auth_type is NoClientCert; set it to "
+           "RequireAndVerifyClientCert to authenticate scrapers by certificate");
   const bool verifies =
       t.auth == client_auth::verify_if_given || t.auth == client_auth::require_and_verify;
   if (verifies && !t.client_ca.given())
@@ -311,8 +313,8 @@ void read_http(const web_config_reader& r, const yaml_node& n, web_config& out) 
       }
       if (value.empty()) continue;  // unset if blank
       if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), value) == allowed.end())
-        r.fail(v.items[j], fmt::format("{} '{}': expected {}", name, value,
-                                       fmt::join(allowed, " or ")));
+        r.fail(v.items[j],
+               fmt::format("{} '{}': expected {}", name, value, fmt::join(allowed, " or ")));
       if (!std::all_of(value.begin(), value.end(), is_header_value_char))
         r.fail(v.items[j], fmt::format("{}: a header value is one line of text", name));
       out.headers.emplace_back(name, value);
@@ -342,8 +344,9 @@ std::string read_text_file(const std::string& path, std::string_view what,
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     const int err = errno;
-    web_config_fail(config, 0, fmt::format("cannot read {} {}: {}", what, path,
-                                           err != 0 ? std::strerror(err) : "cannot open"));
+    web_config_fail(config, 0,
+                    fmt::format("cannot read {} {}: {}", what, path,
+                                err != 0 ? std::strerror(err) : "cannot open"));
   }
   std::string out;
   char buf[4096];
@@ -365,8 +368,8 @@ bool is_bcrypt_hash(std::string_view h) {
   const int cost = (h[4] - '0') * 10 + (h[5] - '0');
   if (cost < 4 || cost > 31) return false;
   return std::all_of(h.begin() + 7, h.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '/';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '/';
   });
 }
 
@@ -389,8 +392,9 @@ web_config parse_web_config(std::string_view yaml, const std::string& file) {
     } else if (k == "basic_auth_users") {
       read_users(r, v, out);
     } else if (k == "rate_limit") {
-      r.fail(v, "rate_limit is not supported by joules serve (--max-connections bounds "
-                "what one client may hold)");
+      r.fail(v,
+             "rate_limit is not supported by joules serve (--max-connections bounds "
+             "what one client may hold)");
     } else {
       r.fail(v, fmt::format("unknown key '{}'; expected tls_server_config, http_server_config "
                             "or basic_auth_users",
@@ -402,9 +406,9 @@ web_config parse_web_config(std::string_view yaml, const std::string& file) {
 
 web_config load_web_config(const std::string& file) {
   web_config c = parse_web_config(read_text_file(file, "the file", file), file);
-  for (auto [pem, what] : {std::pair{&c.tls_server.cert, "cert_file"},
-                           std::pair{&c.tls_server.key, "key_file"},
-                           std::pair{&c.tls_server.client_ca, "client_ca_file"}}) {
+  for (auto [pem, what] :
+       {std::pair{&c.tls_server.cert, "cert_file"}, std::pair{&c.tls_server.key, "key_file"},
+        std::pair{&c.tls_server.client_ca, "client_ca_file"}}) {
     if (!pem->file.empty()) pem->text = read_text_file(pem->file, what, file);
   }
   return c;

@@ -3,7 +3,8 @@
 // of the Prometheus exporter toolkit, which node_exporter and dcgm-exporter read too
 // (docs/web-config.md gives the format, its sources and what joules does with each key):
 //
-//   tls_server_config:      cert_file/cert, key_file/key, client_auth_type, client_ca_file/client_ca,
+//   tls_server_config:      cert_file/cert, key_file/key, client_auth_type,
+//   client_ca_file/client_ca,
 //                           min_version, max_version, cipher_suites, prefer_server_cipher_suites,
 //                           curve_preferences
 //   http_server_config:     headers (the five the toolkit allows), http2 (accepted; joules speaks
@@ -46,8 +47,8 @@ struct tls_settings {
   pem_source key;
   pem_source client_ca;
   client_auth auth = client_auth::none;
-  int min_version = 0x0303;  // TLS12, the toolkit's default (TLS1_2_VERSION)
-  int max_version = 0x0304;  // TLS13
+  int min_version = 0x0303;                // TLS12, the toolkit's default (TLS1_2_VERSION)
+  int max_version = 0x0304;                // TLS13
   std::vector<std::string> cipher_suites;  // IANA names, as Go names them; TLS 1.2 and older
   bool prefer_server_cipher_suites = true;
   std::vector<std::string> curves;  // OpenSSL group names, in the order given
@@ -56,7 +57,7 @@ struct tls_settings {
 struct web_config {
   bool tls = false;  // tls_server_config sets anything: serve HTTPS
   tls_settings tls_server;
-  std::vector<std::pair<std::string, std::string>> users;  // name, bcrypt hash (in file order)
+  std::vector<std::pair<std::string, std::string>> users;    // name, bcrypt hash (in file order)
   std::vector<std::pair<std::string, std::string>> headers;  // name, value: added to responses
 };
 

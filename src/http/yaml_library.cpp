@@ -26,9 +26,10 @@ yaml_load_result open_yaml() {
   void* handle = dlopen("libyaml-0.so.2", RTLD_NOW | RTLD_LOCAL);
   if (handle == nullptr) {
     const char* err = dlerror();
-    out.why = fmt::format("cannot load libyaml ({}); install libyaml-0-2 (Debian, Ubuntu) or "
-                          "libyaml (Fedora, RHEL)",
-                          err != nullptr ? err : "libyaml-0.so.2");
+    out.why = fmt::format(
+        "cannot load libyaml ({}); install libyaml-0-2 (Debian, Ubuntu) or "
+        "libyaml (Fedora, RHEL)",
+        err != nullptr ? err : "libyaml-0.so.2");
     return out;
   }
   auto lib = std::make_unique<yaml_library>();
