@@ -7,14 +7,16 @@
 // and holds good and bad answers alike.  An unknown user is checked against a fixed hash of the
 // same cost, so the time of an answer does not tell which users exist.
 //
-// Thread-safety: one thread (the server's).
+// bcrypt runs on a thread of its own, one check at a time, so that the server's thread never
+// waits for it: a client trying passwords delays no scrape whose credentials are cached.
+//
+// Thread-safety: check(), take_ready() and allows() from one thread (the server's).
 
-#include <array>
 #include <cstddef>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -29,28 +31,34 @@ std::optional<std::pair<std::string, std::string>> decode_basic_credentials(
 
 class basic_auth {
  public:
-  // Loads libcrypt and OpenSSL's libcrypto (for the cache's SHA-256).  Throws usage_error
-  // ("--web-config-file FILE: ...") when either is missing.
-  basic_auth(std::vector<std::pair<std::string, std::string>> users, const std::string& file);
+  enum class verdict { allow, deny, pending };
 
-  // Whether an Authorization header value (empty when there is none) names a user and the
-  // password of its hash.
+  // Loads libcrypt and OpenSSL's libcrypto (for the cache's SHA-256) and starts the bcrypt
+  // thread.  Throws usage_error ("--web-config-file FILE: ...") when either is missing.
+  basic_auth(std::vector<std::pair<std::string, std::string>> users, const std::string& file);
+  ~basic_auth();
+  basic_auth(const basic_auth&) = delete;
+  basic_auth& operator=(const basic_auth&) = delete;
+
+  // For the server's thread, which must not wait for bcrypt: allow or deny when the answer is
+  // known (cached, or no credentials at all), else pending: the check is queued on the bcrypt
+  // thread, ready_fd() becomes readable when it is done, and the same call then answers.  With
+  // more than kMaxPendingChecks different checks queued, a new one is denied at once.
+  verdict check(std::string_view authorization);
+  // An eventfd, readable when a queued check has finished; drain it with take_ready().
+  int ready_fd() const;
+  void take_ready();
+
+  // The same answer, waiting for bcrypt when it must (tests).
   bool allows(std::string_view authorization);
 
-  std::size_t bcrypt_calls() const { return bcrypt_calls_; }
+  std::size_t bcrypt_calls() const;
+
+  static constexpr std::size_t kMaxPendingChecks = 64;
 
  private:
-  using digest = std::array<unsigned char, 32>;
-  struct digest_hash {
-    std::size_t operator()(const digest& d) const;
-  };
-  bool verify(const std::string& password, const std::string& hash);
-
-  std::vector<std::pair<std::string, std::string>> users_;
-  std::string decoy_hash_;  // for unknown users
-  const tls_library* crypto_;
-  std::unordered_map<digest, bool, digest_hash> cache_;
-  std::size_t bcrypt_calls_ = 0;
+  struct state;
+  std::unique_ptr<state> s_;
 };
 
 }  // namespace joules::exporter

@@ -69,6 +69,7 @@ io_status send_pending_tls(connection& c) {
 }  // namespace
 
 short poll_events(const connection& c) {
+  if (c.auth_pending) return 0;  // POLLHUP and POLLERR are still reported, and ignored
   // OpenSSL may need to read while writing a response, or write while reading a request.
   if (c.tls && c.state != phase::lingering && c.tls_wait != 0) return c.tls_wait;
   return c.state == phase::writing ? POLLOUT : POLLIN;

@@ -44,7 +44,8 @@ struct connection {
   bool mid_request = false;  // part of a request has arrived: dropping it now is an error
   bool ready = false;        // `in` may hold a pipelined request: look at it next round
   std::size_t lingered = 0;
-  short tls_wait = 0;  // TLS: POLLIN or POLLOUT when the last call stopped for the socket
+  bool auth_pending = false;  // its request waits for basic auth's bcrypt thread
+  short tls_wait = 0;         // TLS: POLLIN or POLLOUT when the last call stopped for the socket
 };
 
 enum class io_status {

@@ -42,6 +42,8 @@ constexpr milliseconds kPollErrorPause{10};
 // At the connection cap, a connection still waiting for its request after this long may be
 // closed to make room; a younger one may just not have been read yet.
 constexpr milliseconds kMinWaitToEvict{1000};
+// poll()'s entries: the wake-up eventfd, the listener, basic auth's eventfd, then connections.
+constexpr std::size_t kFirstConnection = 3;
 
 // 5xx may go without Date (RFC 9110 §6.6.1), so this one is a constant, sent without waiting.
 constexpr std::string_view kBusyResponse =
@@ -74,9 +76,10 @@ struct http_server::impl {
   bool evict_one(mono_time now);
   void on_events(connection& c, short revents, mono_time now);
   void handshake(connection& c, mono_time now);
+  void credentials_checked();
   void read_input(connection& c, mono_time now);
   bool try_serve(connection& c, mono_time now);
-  void respond(connection& c, const http::request_head& head);
+  void respond(connection& c, const http::request_head& head, bool authorized);
   void begin_write(connection& c, mono_time now);
   void flush(connection& c, mono_time now);
   void expire(mono_time now);
@@ -98,6 +101,7 @@ void http_server::impl::run(const std::stop_token& stop) {
     fds.clear();
     fds.push_back({wake.get(), POLLIN, 0});
     fds.push_back({accepting ? listener.fd.get() : -1, POLLIN, 0});  // poll() skips fd -1
+    fds.push_back({options.auth ? options.auth->ready_fd() : -1, POLLIN, 0});
     for (const connection& c : conns) {
       fds.push_back({c.fd.get(), detail::poll_events(c), 0});
       next = std::min(next, c.deadline);
@@ -110,11 +114,12 @@ void http_server::impl::run(const std::stop_token& stop) {
     }
     if (fds[0].revents != 0) break;  // stop()
     const mono_time after = steady::now();
+    if ((fds[2].revents & POLLIN) != 0) credentials_checked();
     const std::size_t polled = conns.size();
     for (std::size_t i = 0; i < polled; ++i) {
       // A failure here (out of memory) costs one connection, never the process being measured.
       try {
-        on_events(conns[i], fds[i + 2].revents, after);
+        on_events(conns[i], fds[i + kFirstConnection].revents, after);
       } catch (const std::exception&) {
         drop(conns[i], true);
       }
@@ -127,6 +132,7 @@ void http_server::impl::run(const std::stop_token& stop) {
 }
 
 void http_server::impl::on_events(connection& c, short revents, mono_time now) {
+  if (c.auth_pending) return;  // nothing is read until its credentials are checked
   if (c.ready && c.state == phase::reading) {
     c.ready = false;
     if (try_serve(c, now)) return;  // one request per round; more input waits for the next
@@ -196,6 +202,17 @@ void http_server::impl::accept_all(mono_time now) {
       c.tls = std::move(tls);
       c.state = phase::handshake;
     }
+  }
+}
+
+// Checks of credentials have finished on basic auth's thread: the requests that waited for them
+// are parsed again in the next round, and answered from the cache.
+void http_server::impl::credentials_checked() {
+  options.auth->take_ready();
+  for (connection& c : conns) {
+    if (!c.auth_pending) continue;
+    c.auth_pending = false;
+    c.ready = true;
   }
 }
 
@@ -277,6 +294,20 @@ void http_server::impl::read_input(connection& c, mono_time now) {
 bool http_server::impl::try_serve(connection& c, mono_time now) {
   const http::parse_result r = http::parse_request(c.in, options.limits, &c.resume);
   if (r.status == http::parse_status::incomplete) return false;
+  bool authorized = true;
+  if (r.status == http::parse_status::complete && options.auth) {
+    switch (options.auth->check(r.head.authorization)) {
+      case basic_auth::verdict::allow:
+        break;
+      case basic_auth::verdict::deny:
+        authorized = false;
+        break;
+      case basic_auth::verdict::pending:
+        // bcrypt runs on its own thread; the request is parsed again once it is done.
+        c.auth_pending = true;
+        return true;
+    }
+  }
   detail::clear_response(c);
   if (r.status == http::parse_status::error) {
     ++errors;
@@ -287,16 +318,16 @@ bool http_server::impl::try_serve(connection& c, mono_time now) {
     c.consumed = r.consumed;
     ++c.requests;
     c.close_after = !r.head.keep_alive || c.requests >= options.max_requests_per_connection;
-    respond(c, r.head);
+    respond(c, r.head, authorized);
   }
   begin_write(c, now);
   return true;
 }
 
-void http_server::impl::respond(connection& c, const http::request_head& head) {
+void http_server::impl::respond(connection& c, const http::request_head& head, bool authorized) {
   const bool head_only = head.method == "HEAD";
   // Every path needs the credentials, as with the exporter toolkit.
-  if (options.auth && !options.auth->allows(head.authorization)) {
+  if (!authorized) {
     ++errors;
     c.close_after = true;
     http::append_error_response(c.out, 401, current_date(), head_only, options.headers);

@@ -212,6 +212,33 @@ http_server_config:
     assert status == 401 and "WWW-Authenticate: Basic" in head
 
 
+def test_password_guessing_does_not_delay_a_cached_scrape(pki, procs):
+    """bcrypt runs on a thread of its own: 30 requests with different wrong passwords (seconds of
+    bcrypt at cost 10) are in flight while a scrape whose credentials are cached is answered."""
+    import base64
+    p = start(web_config(pki, f"basic_auth_users:\n  prometheus: {HASH}\n", "guess.yml"))
+    procs.append(p)
+    assert curl(p, "-u", f"prometheus:{PASSWORD}", scheme="http")[0] == 200  # now cached
+    host, port = p.address.rsplit(":", 1)
+    guesses = []
+    for i in range(30):
+        s = socket.create_connection((host, int(port)))
+        token = base64.b64encode(f"prometheus:guess-{i}".encode()).decode()
+        s.sendall(f"GET /metrics HTTP/1.1\r\nHost: x\r\nAuthorization: Basic {token}\r\n\r\n"
+                  .encode())
+        guesses.append(s)
+    t0 = time.monotonic()
+    assert curl(p, "-u", f"prometheus:{PASSWORD}", scheme="http")[0] == 200
+    elapsed = time.monotonic() - t0
+    first = guesses[0]
+    first.settimeout(10)
+    assert first.recv(64).startswith(b"HTTP/1.1 401 ")  # the guesses are answered, in time
+    for s in guesses:
+        s.close()
+    print(f"cached scrape during 30 guesses: {elapsed * 1000:.1f} ms")
+    assert elapsed < 0.5, elapsed
+
+
 BAD = {
     "missing file": (None, "cannot read the file"),
     "unknown key": ("tls_server_config:\n  cert_file: server.pem\n  key_file: server.key\n"

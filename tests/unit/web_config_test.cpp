@@ -2,6 +2,7 @@
 // and their bcrypt check with its cache (http/basic_auth.hpp), the Authorization field of requests.
 
 #include <gtest/gtest.h>
+#include <poll.h>
 
 #include <string>
 
@@ -216,6 +217,18 @@ TEST(BasicAuth, ChecksBcryptOnceForTheSameCredentials) {
   EXPECT_FALSE(auth.allows(""));
   EXPECT_FALSE(auth.allows("Basic !!!!"));
   EXPECT_EQ(auth.bcrypt_calls(), 3U);  // nothing to check
+}
+
+TEST(BasicAuth, TheServersCheckNeverWaitsForBcrypt) {
+  basic_auth auth({{"alice", kWebConfigHash}}, "web.yml");
+  EXPECT_EQ(auth.check("Basic YWxpY2U6czNjcmV0"), basic_auth::verdict::pending);
+  EXPECT_EQ(auth.check("Basic YWxpY2U6czNjcmV0"), basic_auth::verdict::pending);  // queued once
+  EXPECT_EQ(auth.check(""), basic_auth::verdict::deny);  // nothing to check: at once
+  pollfd p{auth.ready_fd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, 10000), 1);
+  auth.take_ready();
+  EXPECT_EQ(auth.check("Basic YWxpY2U6czNjcmV0"), basic_auth::verdict::allow);
+  EXPECT_EQ(auth.bcrypt_calls(), 1U);
 }
 
 TEST(BasicAuth, NoUsersAllowsEveryone) {
