@@ -23,12 +23,17 @@ std::string pem_origin(const pem_source& pem, std::string_view file_key, std::st
   return pem.file.empty() ? std::string(key) : fmt::format("{} {}", file_key, pem.file);
 }
 
+// An encrypted key is refused: without this, OpenSSL would ask for its passphrase on the terminal.
+int no_passphrase(char* /*buf*/, int /*size*/, int /*rwflag*/, void* /*u*/) {
+  return 0;
+}
+
 // Every certificate of a PEM text, in order.
 std::vector<X509*> read_certificates(const tls_library& lib, const std::string& pem) {
   std::vector<X509*> out;
   BIO* bio = lib.bio_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
   if (bio == nullptr) return out;
-  while (X509* x = lib.pem_read_x509(bio, nullptr, nullptr, nullptr))
+  while (X509* x = lib.pem_read_x509(bio, nullptr, no_passphrase, nullptr))
     out.push_back(x);
   lib.bio_free(bio);
   lib.err_clear_error();  // the read that ended the loop queued "no start line"
@@ -127,7 +132,7 @@ tls_context::tls_context(const tls_settings& s, const std::string& file) {
     const std::string key_from = pem_origin(s.key, "key_file", "key");
     BIO* bio = lib.bio_new_mem_buf(s.key.text.data(), static_cast<int>(s.key.text.size()));
     EVP_PKEY* key =
-        bio != nullptr ? lib.pem_read_private_key(bio, nullptr, nullptr, nullptr) : nullptr;
+        bio != nullptr ? lib.pem_read_private_key(bio, nullptr, no_passphrase, nullptr) : nullptr;
     if (bio != nullptr) lib.bio_free(bio);
     if (key == nullptr) {
       lib.err_clear_error();

@@ -57,6 +57,8 @@ def pki(tmp_path_factory):
     make_key_and_cert(d, "rogue-ca", "rogue CA")
     make_key_and_cert(d, "rogue", "prometheus", ca="rogue-ca")
     make_key_and_cert(d, "other", "other")
+    openssl("pkey", "-in", "server.key", "-aes256", "-passout", "pass:secret", "-out",
+            "encrypted.key", cwd=d)
     return d
 
 
@@ -251,6 +253,8 @@ BAD = {
                           "holds no PEM certificate"),
     "key not matching": ("tls_server_config:\n  cert_file: server.pem\n  key_file: other.key\n",
                          "is not the key of the certificate"),
+    "encrypted key": ("tls_server_config:\n  cert_file: server.pem\n  key_file: encrypted.key\n",
+                      "encrypted.key holds no PEM private key (or it is encrypted)"),
     "no key": ("tls_server_config:\n  cert_file: server.pem\n", "needs key_file"),
     "not bcrypt": ("basic_auth_users:\n  prometheus: plain-password\n", "not a bcrypt hash"),
     "md5 crypt": ("basic_auth_users:\n  prometheus: $1$abc$OGyl6dDvZCDiGmIVbeuCq/\n",
