@@ -6,7 +6,7 @@ target_compile_options(joules_warnings INTERFACE
   -Wimplicit-fallthrough)
 if(JOULES_WERROR)
   target_compile_options(joules_warnings INTERFACE -Werror)
-  if(JOULES_SANITIZE)
+  if(JOULES_SANITIZE AND CMAKE_CXX_COMPILER_ID STREQUAL "GNU")
     # GCC's documentation warns that sanitizer instrumentation makes its flow-based warnings
     # (maybe-uninitialized, null-dereference, the stringop and array-bounds ones) report code
     # that is fine: the inserted checks add paths that never run.  They stay warnings there;

@@ -67,12 +67,15 @@ void declare_measure(options::option_table& t, measure_options& out, std::string
                "1000 when --output is a file; none otherwise", 10, 3600000, out.samples_interval,
                &out.samples_given);
   t.excludes(t.flag("no-samples", 0, "Write no `sample` records.", out.no_samples), samples);
-  t.excludes(t.flag("quiet", 'q', "Do not print the summary.", s.quiet),
-             t.choice("summary", "FORM",
-                      "How the summary on stderr looks: an aligned block (energy, power, steps, "
-                      "J/token, CO2e, cost, method, what was not measured), or one line for logs; "
-                      "auto is a block on a terminal and a line otherwise.",
-                      "auto", {"auto", "block", "line"}, out.summary));
+  // Declared one statement each: --help lists options in the order they are declared, and the
+  // order in which a call's arguments are evaluated is the compiler's choice.
+  CLI::Option* summary =
+      t.choice("summary", "FORM",
+               "How the summary on stderr looks: an aligned block (energy, power, steps, J/token, "
+               "CO2e, cost, method, what was not measured), or one line for logs; auto is a block "
+               "on a terminal and a line otherwise.",
+               "auto", {"auto", "block", "line"}, out.summary);
+  t.excludes(t.flag("quiet", 'q', "Do not print the summary.", s.quiet), summary);
   t.repeated("label", "KEY=VALUE",
              "Attach a label to the run's records. KEY is letters, digits and _, not starting "
              "with a digit.",

@@ -119,6 +119,24 @@ def test_only_rank_zero_reports(tmp):
     assert records[-1]["wrap"]["tokens"] == 30
 
 
+def test_a_child_that_closes_every_descriptor_keeps_reporting_and_its_own_socket_stays_clean(tmp):
+    # Halfway through, the child closes every descriptor from 3 up, libjoules' step socket
+    # included, and opens a connected socket pair that takes the lowest numbers: libjoules must
+    # see that the number is no longer its socket, make a new one, and never write a step into
+    # the child's connection.
+    scenario = gpus(0)
+    steps = 6
+    r, records, _ = wrap(tmp, scenario, [STEP_CHILD, steps, "0.1", 10, "--close-fds"])
+    assert "wrapped 1" in r.stdout
+    assert "own socket: descriptors 3 and 4" in r.stdout, r.stdout
+    assert "own socket: 0 bytes" in r.stdout, r.stdout
+    assert sorted(reported(r.stdout)) == list(range(1, steps + 1))
+    windows = [x for x in records if x["type"] == "step"]
+    assert [w["step"] for w in windows] == list(range(2, steps + 1))
+    assert all(w["line"] is None and w["tokens"] == 10 for w in windows)
+    assert records[-1]["wrap"]["tokens"] == 10 * (steps - 1)
+
+
 def test_outside_wrap_a_step_without_a_monitor_says_so(tmp):
     import subprocess
     env = dict(os.environ)

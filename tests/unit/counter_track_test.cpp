@@ -21,7 +21,10 @@ struct fake_counter {
     return phase + std::floor((t - phase) / period) * period;
   }
   std::uint64_t read(double t) const {
-    return initial_mj + static_cast<std::uint64_t>(std::floor(energy(update_before(t)) * 1000.0));
+    // Signed until the sum: before the first update the energy since the start is negative.
+    return static_cast<std::uint64_t>(
+        static_cast<std::int64_t>(initial_mj) +
+        static_cast<std::int64_t>(std::floor(energy(update_before(t)) * 1000.0)));
   }
 };
 

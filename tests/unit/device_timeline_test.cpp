@@ -24,7 +24,9 @@ double aliased_energy(double t) {
 // An H100-like counter: exact energy in mJ, advancing at 0.037 + k * 0.1 s.
 std::uint64_t counter_mj(double t) {
   const double u = 0.037 + std::floor((t - 0.037) / 0.1) * 0.1;
-  return 1000000U + static_cast<std::uint64_t>(std::floor(aliased_energy(u) * 1000.0));
+  // Signed until the sum: before the first update (t < 0.037) the energy is negative.
+  return static_cast<std::uint64_t>(
+      1000000 + static_cast<std::int64_t>(std::floor(aliased_energy(u) * 1000.0)));
 }
 
 device_info h100() {

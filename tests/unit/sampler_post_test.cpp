@@ -29,7 +29,7 @@ TEST(SamplerPost, ATaskRunsOnTheSamplerThreadBetweenReadingsAndTheGridStays) {
   const std::size_t reads_before = h.truth().read_times(0).size();
   // While sampling: the task runs at once, between readings, at this virtual instant.
   auto during = h.sampler().post(
-      [&h](backend& b) { return std::make_pair(std::this_thread::get_id(), b.devices().size()); });
+      [](backend& b) { return std::make_pair(std::this_thread::get_id(), b.devices().size()); });
   ASSERT_EQ(during.wait_for(std::chrono::seconds(10)), std::future_status::ready);
   const auto [thread, devices] = during.get();
   EXPECT_EQ(thread, sampler_thread);
