@@ -238,7 +238,8 @@ def test_password_guessing_does_not_delay_a_cached_scrape(pki, procs):
     for s in guesses:
         s.close()
     print(f"cached scrape during 30 guesses: {elapsed * 1000:.1f} ms")
-    assert elapsed < 0.5, elapsed
+    # Checked one after another on this thread, the guesses would take seconds (cost 10).
+    assert elapsed < 1.0, elapsed
 
 
 BAD = {
