@@ -132,7 +132,12 @@ void http_server::impl::run(const std::stop_token& stop) {
 }
 
 void http_server::impl::on_events(connection& c, short revents, mono_time now) {
-  if (c.auth_pending) return;  // nothing is read until its credentials are checked
+  if (c.auth_pending) {
+    // Nothing is read until its credentials are checked; a client gone meanwhile (reported
+    // whatever the events asked for) would make every poll() return at once.
+    if ((revents & (POLLHUP | POLLERR)) != 0) drop(c, true);
+    return;
+  }
   if (c.ready && c.state == phase::reading) {
     c.ready = false;
     if (try_serve(c, now)) return;  // one request per round; more input waits for the next
