@@ -87,7 +87,8 @@ void serve_command::declare(options::option_table& t) {
   t.text("web-config-file", 0, "FILE",
          "Who may scrape: TLS (certificate and key, client certificates, versions), basic auth "
          "with bcrypt hashes and extra response headers, in the web configuration format of the "
-         "Prometheus exporter toolkit (as node_exporter's --web.config.file). A bad file is an "
+         "Prometheus exporter toolkit (node_exporter's --web.config.file, dcgm-exporter's "
+         "--web-config-file). A bad file is an "
          "error at start. docs/web-config.md has the format and an example.",
          "", [this](const std::string& v) {
            if (v.empty()) throw usage_error("--web-config-file '': expected a file");
