@@ -29,6 +29,7 @@ constexpr options::command_text kServeText{
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
     "joules serve --tokens-from http://127.0.0.1:8000/metrics\n"
+    "joules serve --web-config-file web.yml   # who may scrape: docs/web-config.md\n"
     "joules serve --output gpus.jsonl --output-max-size 100000000 --output-keep 5"};
 
 class serve_command final : public options::command {
@@ -83,6 +84,16 @@ void serve_command::declare(options::option_table& t) {
           "the new one gets 503.",
           "64", 1, 4096, "a number of connections",
           [this](std::uint64_t n) { s_.max_connections = static_cast<std::size_t>(n); });
+  t.text("web-config-file", 0, "FILE",
+         "Who may scrape: TLS (certificate and key, client certificates, versions), basic auth "
+         "with bcrypt hashes and extra response headers, in the web configuration format of the "
+         "Prometheus exporter toolkit (node_exporter's --web.config.file, dcgm-exporter's "
+         "--web-config-file). A bad file is an "
+         "error at start. docs/web-config.md has the format and an example.",
+         "", [this](const std::string& v) {
+           if (v.empty()) throw usage_error("--web-config-file '': expected a file");
+           s_.web_config_file = v;
+         });
   declare_rotated_output(t,
                          "Also write what is served as JSONL to FILE, one monitor_sample object "
                          "per --interval (as joules monitor --json writes them); FILE is "

@@ -1,5 +1,6 @@
 #include "http/http_connection.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
@@ -18,9 +19,70 @@ bool would_block(int err) {
   return err == EAGAIN || err == EWOULDBLOCK;
 }
 
+io_status tls_io_status(connection& c, tls_result r) {
+  c.tls_wait = r == tls_result::want_write ? POLLOUT : r == tls_result::want_read ? POLLIN : 0;
+  switch (r) {
+    case tls_result::done:
+      return io_status::progress;
+    case tls_result::want_read:
+    case tls_result::want_write:
+      return io_status::would_block;
+    case tls_result::closed:
+      return io_status::closed;
+    case tls_result::failed:
+      break;
+  }
+  return io_status::failed;
+}
+
+io_status receive_tls(connection& c, std::size_t max_bytes) {
+  std::array<char, kReadChunk> buf{};
+  std::size_t n = 0;
+  const io_status st =
+      tls_io_status(c, c.tls->read(buf.data(), std::min(max_bytes, buf.size()), n));
+  if (st == io_status::progress) c.in.append(buf.data(), n);
+  return st;
+}
+
+io_status send_pending_tls(connection& c) {
+  const std::array<std::string_view, 3> parts = {
+      c.out, c.body ? std::string_view(*c.body) : std::string_view(), c.tail};
+  const std::size_t total = response_size(c);
+  while (c.written < total) {
+    std::size_t skip = c.written;
+    std::string_view part;
+    for (const std::string_view p : parts) {
+      if (skip < p.size()) {
+        part = p.substr(skip);
+        break;
+      }
+      skip -= p.size();
+    }
+    std::size_t sent = 0;
+    const io_status st = tls_io_status(c, c.tls->write(part.data(), part.size(), sent));
+    if (st != io_status::progress) return st == io_status::closed ? io_status::failed : st;
+    c.written += sent;
+  }
+  return io_status::progress;
+}
+
 }  // namespace
 
+short poll_events(const connection& c) {
+  if (c.auth_pending) return 0;  // POLLHUP and POLLERR are still reported, and ignored
+  // OpenSSL may need to read while writing a response, or write while reading a request.
+  if (c.tls && c.state != phase::lingering && c.tls_wait != 0) return c.tls_wait;
+  return c.state == phase::writing ? POLLOUT : POLLIN;
+}
+
+io_status continue_handshake(connection& c) {
+  const io_status st = tls_io_status(c, c.tls->handshake());
+  if (st == io_status::progress) c.state = phase::reading;
+  return st == io_status::closed ? io_status::failed : st;
+}
+
 io_status receive(connection& c, std::size_t max_bytes) {
+  if (c.tls) return receive_tls(c, max_bytes);
   std::array<char, kReadChunk> buf{};
   for (;;) {
     const ssize_t n = ::recv(c.fd.get(), buf.data(), std::min(max_bytes, buf.size()), 0);
@@ -52,6 +114,7 @@ void fit_send_buffer(connection& c) {
 }
 
 io_status send_pending(connection& c) {
+  if (c.tls) return send_pending_tls(c);
   const std::array<std::string_view, 3> parts = {
       c.out, c.body ? std::string_view(*c.body) : std::string_view(), c.tail};
   const std::size_t total = response_size(c);
@@ -90,6 +153,7 @@ void clear_response(connection& c) {
 }
 
 void start_lingering(connection& c, mono_time now, mono_time deadline) {
+  if (c.tls) c.tls->close_notify();  // then what the client sends is read raw and dropped
   ::shutdown(c.fd.get(), SHUT_WR);
   c.state = phase::lingering;
   c.deadline = deadline;

@@ -8,13 +8,15 @@
 #include <string_view>
 
 #include "http/listen_socket.hpp"
+#include "http/tls_context.hpp"
 #include "util/clock.hpp"
 
 namespace joules::exporter::detail {
 
 enum class phase {
-  reading,  // waiting for (the rest of) a request head
-  writing,  // writing a response; nothing is read meanwhile, so one response is buffered at most
+  handshake,  // TLS: the handshake, before any request (within request_timeout of the accept)
+  reading,    // waiting for (the rest of) a request head
+  writing,    // writing a response; nothing is read meanwhile, so one response is buffered at most
   // The last response is out and our side is shut down; what the client still sends is read and
   // thrown away until it closes.  Closing at once with unread bytes would make the kernel send a
   // reset, which can destroy the response before the client has read it (RFC 9112 §9.6).
@@ -22,6 +24,7 @@ enum class phase {
 };
 
 struct connection {
+  std::unique_ptr<tls_stream> tls;  // HTTPS; null for plain HTTP
   unique_fd fd;
   phase state = phase::reading;
   std::string in;
@@ -41,6 +44,8 @@ struct connection {
   bool mid_request = false;  // part of a request has arrived: dropping it now is an error
   bool ready = false;        // `in` may hold a pipelined request: look at it next round
   std::size_t lingered = 0;
+  bool auth_pending = false;  // its request waits for basic auth's bcrypt thread
+  short tls_wait = 0;         // TLS: POLLIN or POLLOUT when the last call stopped for the socket
 };
 
 enum class io_status {
@@ -49,6 +54,13 @@ enum class io_status {
   closed,       // the client closed its side (receive)
   failed,       // a socket error: the connection is lost
 };
+
+// What poll() should wait for on this connection.
+short poll_events(const connection& c);
+
+// TLS: goes on with the handshake; progress once it is done (the connection is then reading),
+// would_block while it waits for the client, failed when it failed.
+io_status continue_handshake(connection& c);
 
 // One recv() of at most `max_bytes`, appended to c.in.
 io_status receive(connection& c, std::size_t max_bytes);

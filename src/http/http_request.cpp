@@ -86,6 +86,8 @@ struct field_state {
   // Accept-Encoding: the weight given to gzip (or x-gzip) and to "*", when listed.
   std::optional<bool> gzip_ok;
   std::optional<bool> any_ok;
+  unsigned authorization_fields = 0;
+  std::string_view authorization;
 };
 
 // Whether a weight ("q=0.5", "Q=0") is above zero; a malformed one counts as zero.
@@ -154,6 +156,9 @@ int parse_field(std::string_view line, field_state& st) {
     }
   } else if (iequals(name, "accept-encoding")) {
     parse_accept_encoding(value, st);
+  } else if (iequals(name, "authorization")) {
+    ++st.authorization_fields;
+    st.authorization = value;
   }
   return 0;
 }
@@ -234,6 +239,9 @@ parse_result parse_request(std::string_view buf, const parser_limits& limits, st
 
   // HTTP/1.1 requires exactly one Host (RFC 9112 §3.2); 1.0 may leave it out.
   if (st.host_fields > 1 || (r.head.version_minor == 1 && st.host_fields == 0)) return fail(400);
+  // Two sets of credentials: which one counts is not for the server to guess.
+  if (st.authorization_fields > 1) return fail(400);
+  r.head.authorization = st.authorization;
   // Body framing: both at once is how requests are smuggled (RFC 9112 §6.1); any body is refused.
   if (st.has_transfer_encoding && (st.has_content_length || r.head.version_minor == 0)) {
     return fail(400);

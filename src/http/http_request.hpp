@@ -33,6 +33,7 @@ struct request_head {
   // Accept-Encoding lists gzip (or x-gzip, or "*" without gzip) with a weight above 0
   // (RFC 9110 §12.5.3); Prometheus sends `Accept-Encoding: gzip`.
   bool accepts_gzip = false;
+  std::string_view authorization;  // the Authorization field's value, empty when absent
 };
 
 struct parse_result {

@@ -20,6 +20,8 @@ std::string_view reason_phrase(int status) {
       return "OK";
     case 400:
       return "Bad Request";
+    case 401:
+      return "Unauthorized";
     case 404:
       return "Not Found";
     case 405:
@@ -54,6 +56,8 @@ void append_response_head(std::string& out, const response_head& h, std::string_
   out += date;
   out += "\r\n";
   if (h.allow) out += "Allow: GET, HEAD\r\n";
+  if (h.www_authenticate) out += "WWW-Authenticate: Basic\r\n";
+  out += h.extra;
   // The body is never a document to sniff or keep: metrics are stale at the next scrape.
   out += "X-Content-Type-Options: nosniff\r\nCache-Control: no-store\r\n";
   if (h.close) {
@@ -64,7 +68,8 @@ void append_response_head(std::string& out, const response_head& h, std::string_
   out += "\r\n";
 }
 
-void append_error_response(std::string& out, int status, std::string_view date, bool head_only) {
+void append_error_response(std::string& out, int status, std::string_view date, bool head_only,
+                           std::string_view extra) {
   const std::string_view reason = reason_phrase(status);
   response_head h;
   h.status = status;
@@ -72,6 +77,8 @@ void append_error_response(std::string& out, int status, std::string_view date, 
   h.content_length = reason.size() + 1;
   h.close = true;
   h.allow = status == 405;
+  h.www_authenticate = status == 401;
+  h.extra = extra;
   append_response_head(out, h, date);
   if (head_only) return;
   out += reason;

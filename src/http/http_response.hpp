@@ -42,16 +42,19 @@ struct response_head {
   bool allow = false;       // sends `Allow: GET, HEAD` (405)
   bool gzip = false;        // sends `Content-Encoding: gzip`
   bool vary_accept_encoding = false;  // sends `Vary: Accept-Encoding` (the body depends on it)
+  bool www_authenticate = false;      // sends `WWW-Authenticate: Basic` (401)
+  std::string_view extra;  // whole field lines ("Name: value\r\n") of the web configuration
 };
 
 // Appends the status line and header fields, ending with the empty line, as HTTP/1.1.
 // `date` is the Date field's value (RFC 9110 §6.6.1 asks a server with a clock to send it).
 void append_response_head(std::string& out, const response_head& h, std::string_view date);
 
-// An error response, always with close: the head, and unless `head_only` (the answer to a HEAD
-// request has no body) a body made of the reason phrase and a newline.
+// An error response, always with close: the head (with `extra` field lines, and
+// `WWW-Authenticate: Basic` for 401), and unless `head_only` (the answer to a HEAD request has no
+// body) a body made of the reason phrase and a newline.
 void append_error_response(std::string& out, int status, std::string_view date,
-                           bool head_only = false);
+                           bool head_only = false, std::string_view extra = {});
 
 // IMF-fixdate, "Sun, 06 Nov 1994 08:49:37 GMT", written without locale (RFC 9110 §5.6.7).
 std::string http_date(std::chrono::system_clock::time_point t);

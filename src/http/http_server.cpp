@@ -17,9 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "http/basic_auth.hpp"
 #include "http/http_connection.hpp"
 #include "http/http_response.hpp"
 #include "http/listen_socket.hpp"
+#include "http/tls_context.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 
@@ -40,6 +42,8 @@ constexpr milliseconds kPollErrorPause{10};
 // At the connection cap, a connection still waiting for its request after this long may be
 // closed to make room; a younger one may just not have been read yet.
 constexpr milliseconds kMinWaitToEvict{1000};
+// poll()'s entries: the wake-up eventfd, the listener, basic auth's eventfd, then connections.
+constexpr std::size_t kFirstConnection = 3;
 
 // 5xx may go without Date (RFC 9110 §6.6.1), so this one is a constant, sent without waiting.
 constexpr std::string_view kBusyResponse =
@@ -71,9 +75,11 @@ struct http_server::impl {
   void accept_all(mono_time now);
   bool evict_one(mono_time now);
   void on_events(connection& c, short revents, mono_time now);
+  void handshake(connection& c, mono_time now);
+  void credentials_checked();
   void read_input(connection& c, mono_time now);
   bool try_serve(connection& c, mono_time now);
-  void respond(connection& c, const http::request_head& head);
+  void respond(connection& c, const http::request_head& head, bool authorized);
   void begin_write(connection& c, mono_time now);
   void flush(connection& c, mono_time now);
   void expire(mono_time now);
@@ -95,9 +101,9 @@ void http_server::impl::run(const std::stop_token& stop) {
     fds.clear();
     fds.push_back({wake.get(), POLLIN, 0});
     fds.push_back({accepting ? listener.fd.get() : -1, POLLIN, 0});  // poll() skips fd -1
+    fds.push_back({options.auth ? options.auth->ready_fd() : -1, POLLIN, 0});
     for (const connection& c : conns) {
-      const short events = c.state == phase::writing ? POLLOUT : POLLIN;
-      fds.push_back({c.fd.get(), events, 0});
+      fds.push_back({c.fd.get(), detail::poll_events(c), 0});
       next = std::min(next, c.deadline);
       any_ready = any_ready || c.ready;
     }
@@ -108,11 +114,12 @@ void http_server::impl::run(const std::stop_token& stop) {
     }
     if (fds[0].revents != 0) break;  // stop()
     const mono_time after = steady::now();
+    if ((fds[2].revents & POLLIN) != 0) credentials_checked();
     const std::size_t polled = conns.size();
     for (std::size_t i = 0; i < polled; ++i) {
       // A failure here (out of memory) costs one connection, never the process being measured.
       try {
-        on_events(conns[i], fds[i + 2].revents, after);
+        on_events(conns[i], fds[i + kFirstConnection].revents, after);
       } catch (const std::exception&) {
         drop(conns[i], true);
       }
@@ -125,12 +132,26 @@ void http_server::impl::run(const std::stop_token& stop) {
 }
 
 void http_server::impl::on_events(connection& c, short revents, mono_time now) {
+  if (c.auth_pending) {
+    // Nothing is read until its credentials are checked; a client gone meanwhile (reported
+    // whatever the events asked for) would make every poll() return at once.
+    if ((revents & (POLLHUP | POLLERR)) != 0) drop(c, true);
+    return;
+  }
   if (c.ready && c.state == phase::reading) {
     c.ready = false;
     if (try_serve(c, now)) return;  // one request per round; more input waits for the next
+    // TLS: the rest of a request may lie decrypted inside OpenSSL, where poll() cannot see it.
+    if (c.tls && c.tls->pending()) {
+      read_input(c, now);
+      return;
+    }
   }
   if (!c.fd || revents == 0) return;
   switch (c.state) {
+    case phase::handshake:
+      handshake(c, now);
+      break;
     case phase::reading:
       read_input(c, now);
       break;
@@ -159,8 +180,17 @@ void http_server::impl::accept_all(mono_time now) {
     ++accepted;
     if (conns.size() >= options.max_connections && !evict_one(now)) {
       ++refused;
-      detail::refuse(fd.get(), kBusyResponse);
+      // A TLS client could not read a plain answer: it is only closed.
+      if (!options.tls) detail::refuse(fd.get(), kBusyResponse);
       continue;
+    }
+    std::unique_ptr<tls_stream> tls;
+    if (options.tls) {
+      tls = options.tls->open(fd.get());
+      if (!tls) {
+        ++errors;
+        continue;
+      }
     }
     // Responses go out in one write; Nagle would only hold back the tail of a large one.
     const int one = 1;
@@ -173,6 +203,42 @@ void http_server::impl::accept_all(mono_time now) {
     c.fd = std::move(fd);
     c.deadline = now + options.request_timeout;
     c.waiting_since = now;
+    if (tls) {
+      c.tls = std::move(tls);
+      c.state = phase::handshake;
+    }
+  }
+}
+
+// Checks of credentials have finished on basic auth's thread: the requests that waited for them
+// are parsed again in the next round, and answered from the cache.
+void http_server::impl::credentials_checked() {
+  options.auth->take_ready();
+  for (connection& c : conns) {
+    if (!c.auth_pending) continue;
+    c.auth_pending = false;
+    c.ready = true;
+  }
+}
+
+// The TLS handshake, as far as the client's bytes allow.  A client that sends nothing, or
+// dribbles its handshake, holds one connection slot until request_timeout (or until evicted,
+// like a slow request) and delays no one: every call returns as soon as the socket would block.
+void http_server::impl::handshake(connection& c, mono_time now) {
+  switch (detail::continue_handshake(c)) {
+    case io_status::progress:
+      c.deadline = now + options.request_timeout;  // then the request, as on a new connection
+      c.waiting_since = now;
+      read_input(c, now);  // it may have come with the handshake's last flight
+      break;
+    case io_status::would_block:
+      break;
+    case io_status::closed:  // a port check, or a client that gave up: not an error
+      drop(c, false);
+      break;
+    case io_status::failed:  // not TLS, or a client certificate refused
+      drop(c, true);
+      break;
   }
 }
 
@@ -233,33 +299,55 @@ void http_server::impl::read_input(connection& c, mono_time now) {
 bool http_server::impl::try_serve(connection& c, mono_time now) {
   const http::parse_result r = http::parse_request(c.in, options.limits, &c.resume);
   if (r.status == http::parse_status::incomplete) return false;
+  bool authorized = true;
+  if (r.status == http::parse_status::complete && options.auth) {
+    switch (options.auth->check(r.head.authorization)) {
+      case basic_auth::verdict::allow:
+        break;
+      case basic_auth::verdict::deny:
+        authorized = false;
+        break;
+      case basic_auth::verdict::pending:
+        // bcrypt runs on its own thread; the request is parsed again once it is done.
+        c.auth_pending = true;
+        return true;
+    }
+  }
   detail::clear_response(c);
   if (r.status == http::parse_status::error) {
     ++errors;
     c.close_after = true;
     c.consumed = c.in.size();
-    http::append_error_response(c.out, r.error_status, current_date());
+    http::append_error_response(c.out, r.error_status, current_date(), false, options.headers);
   } else {
     c.consumed = r.consumed;
     ++c.requests;
     c.close_after = !r.head.keep_alive || c.requests >= options.max_requests_per_connection;
-    respond(c, r.head);
+    respond(c, r.head, authorized);
   }
   begin_write(c, now);
   return true;
 }
 
-void http_server::impl::respond(connection& c, const http::request_head& head) {
+void http_server::impl::respond(connection& c, const http::request_head& head, bool authorized) {
   const bool head_only = head.method == "HEAD";
+  // Every path needs the credentials, as with the exporter toolkit.
+  if (!authorized) {
+    ++errors;
+    c.close_after = true;
+    http::append_error_response(c.out, 401, current_date(), head_only, options.headers);
+    return;
+  }
   const http::route route = http::route_request(head);
   if (route == http::route::not_found || route == http::route::method_not_allowed) {
     ++errors;
     c.close_after = true;
     const int status = route == http::route::not_found ? 404 : 405;
-    http::append_error_response(c.out, status, current_date(), head_only);
+    http::append_error_response(c.out, status, current_date(), head_only, options.headers);
     return;
   }
   http::response_head h;
+  h.extra = options.headers;
   h.close = c.close_after;
   h.keep_alive = !c.close_after && head.version_minor == 0;
   if (route == http::route::index) {
@@ -279,7 +367,7 @@ void http_server::impl::respond(connection& c, const http::request_head& head) {
     ++errors;
     c.close_after = true;
     c.tail.clear();
-    http::append_error_response(c.out, 500, current_date(), head_only);
+    http::append_error_response(c.out, 500, current_date(), head_only, options.headers);
     return;
   }
   if (!head_only) {
@@ -326,7 +414,7 @@ void http_server::impl::flush(connection& c, mono_time now) {
   c.deadline = now + (c.mid_request ? options.request_timeout : options.idle_timeout);
   c.waiting_since = now;
   // A pipelined request waits for the next round, so that one client cannot starve the others.
-  c.ready = c.mid_request;
+  c.ready = c.mid_request || (c.tls && c.tls->pending());
 }
 
 void http_server::impl::expire(mono_time now) {

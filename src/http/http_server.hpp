@@ -58,8 +58,20 @@ struct metrics_body {
 // is answered with 500.
 using metrics_writer = std::function<metrics_body(std::string& tail, const metrics_request& r)>;
 
+class tls_context;
+class basic_auth;
+
 struct http_server_options {
   listen_address address{std::string(kDefaultListenHost), 0};
+  // serve --web-config-file (web_config.hpp): HTTPS when `tls` is set (the handshake must end
+  // within request_timeout of the accept, as a request must); every request answered 401 with
+  // `WWW-Authenticate: Basic` unless `auth` allows its credentials (a request whose credentials
+  // are not cached waits, without reading more, for auth's bcrypt thread); `headers`, whole field lines,
+  // added to every response.  Without them the server is plain HTTP and none of this costs a
+  // thing.
+  std::shared_ptr<const tls_context> tls{};
+  std::shared_ptr<basic_auth> auth{};
+  std::string headers{};
   std::size_t max_connections = 64;
   http::parser_limits limits{};
   std::chrono::milliseconds request_timeout{5000};  // whole head, from its first byte or accept

@@ -15,6 +15,9 @@
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/metric_source.hpp"
 #include "export/prometheus/prometheus_endpoint.hpp"
+#include "http/basic_auth.hpp"
+#include "http/tls_context.hpp"
+#include "http/web_config.hpp"
 #include "monitor/live.hpp"
 #include "monitor/view.hpp"
 #include "record/jsonl_sink.hpp"
@@ -41,9 +44,24 @@ int stop_signal_fd() {
   return fd;
 }
 
+// The web configuration file, read and checked whole (certificates, key, client CA, hashes)
+// into the server's options; one usage_error for anything wrong in it.
+void apply_web_config(const std::string& file, exporter::http_server_options& server) {
+  const exporter::web_config c = exporter::load_web_config(file);
+  if (c.tls) server.tls = std::make_shared<const exporter::tls_context>(c.tls_server, file);
+  if (!c.users.empty()) server.auth = std::make_shared<exporter::basic_auth>(c.users, file);
+  for (const auto& [name, value] : c.headers) {
+    // Every response already says nosniff (http_response.cpp).
+    if (name == "X-Content-Type-Options") continue;
+    server.headers += fmt::format("{}: {}\r\n", name, value);
+  }
+}
+
 }  // namespace
 
 int serve(const serve_settings& s) {
+  exporter::http_server_options server;
+  if (s.web_config_file) apply_web_config(*s.web_config_file, server);
   sampler_options options;
   options.interval = s.interval;
   options.health_interval = std::max(s.interval, std::chrono::milliseconds(1000));
@@ -96,7 +114,6 @@ int serve(const serve_settings& s) {
 
   const double stale_after_s =
       std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
-  exporter::http_server_options server;
   server.address = s.listen;
   server.max_connections = s.max_connections;
   exporter::prometheus_endpoint endpoint(
@@ -122,8 +139,9 @@ int serve(const serve_settings& s) {
   readings.boundary(steady::now());
   if (inference) inference->start(steady::now());
   endpoint.start();
-  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at http://%s/metrics\n", gpus,
-               devices.size() > gpus ? " and CPU/DRAM" : "", endpoint.address().text().c_str());
+  std::fprintf(stderr, "joules: serving %zu GPU(s)%s at %s://%s/metrics\n", gpus,
+               devices.size() > gpus ? " and CPU/DRAM" : "", server.tls ? "https" : "http",
+               endpoint.address().text().c_str());
   std::fflush(stderr);
 
   mono_time next_boundary = steady::now() + kWindow;

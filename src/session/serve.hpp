@@ -39,10 +39,14 @@ struct serve_settings {
   std::optional<std::string> output;
   std::uint64_t output_max_bytes = 0;
   unsigned output_keep = 1;
+  // --web-config-file: TLS, client certificates, basic auth and headers of /metrics, in the
+  // Prometheus exporter toolkit's format (http/web_config.hpp, docs/web-config.md).
+  std::optional<std::string> web_config_file;
 };
 
 // Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound
-// or nothing can be read, usage_error when an @gpus= of --tokens-from names a GPU not served.
+// or nothing can be read, usage_error when an @gpus= of --tokens-from names a GPU not served or
+// the web configuration file is bad (before any device is opened or file truncated).
 int serve(const serve_settings& settings);
 
 }  // namespace joules::session

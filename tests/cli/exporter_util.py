@@ -8,7 +8,7 @@ import urllib.request
 
 from conftest import JOULES
 
-ADDRESS = re.compile(r"http://(\S+)/metrics")
+ADDRESS = re.compile(r"https?://(\S+)/metrics")
 SAMPLE = re.compile(r'^([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})? (\S+)(?: (\d+))?$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
