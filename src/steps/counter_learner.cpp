@@ -478,11 +478,12 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
                       : t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
                       : step_row(f, cf)           ? "a row that names the step"
                       : under_header              ? "a row under a header that names it"
-                      : cf.place == field_place::leading ? "a count over its total opening the line"
-                      : c.score >= 100                   ? "named as the global step"
-                      : c.score >= 60                    ? "named as a step counter"
-                      : c.score >= 50 ? "a counter beside the epoch or a bar's count"
-                                      : "where counters stand";
+                      : cf.place == field_place::leading && cf.total
+                          ? "a count over its total opening the line"
+                      : c.score >= 100 ? "named as the global step"
+                      : c.score >= 60  ? "named as a step counter"
+                      : c.score >= 50  ? "a counter beside the epoch or a bar's count"
+                                       : "where counters stand";
     *why = fmt::format("learnt counter: {} ({}{}){}", field_desc, how,
                        f.metric_values ? ", training values on the line" : "",
                        gs.rolled ? "; a new epoch: the count goes on" : "");
