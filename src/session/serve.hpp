@@ -39,6 +39,11 @@ struct serve_settings {
   std::optional<std::string> output;
   std::uint64_t output_max_bytes = 0;
   unsigned output_keep = 1;
+  // --kubernetes: pod, namespace and container labels from the kubelet's pod-resources API at
+  // `kubelet_socket`, asked every `kubelet_interval` (docs/kubernetes.md).
+  bool kubernetes = false;
+  std::string kubelet_socket;
+  std::chrono::milliseconds kubelet_interval{10000};
 };
 
 // Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound
