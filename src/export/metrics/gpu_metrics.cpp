@@ -469,7 +469,9 @@ void gpu_metrics::fill(const sampler_snapshot& snap, const kubelet::device_pods*
       retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));
       remapped_->add_if_known(g.remapped[1], known(hr.remapped_rows_uncorrected));
-      mig_->fill(hr, g.labels, dcgm_.empty() ? label_set{} : g.dcgm, kDcgmMigLabelsAt, pods);
+      // A MIG device's pod labels are its own holder's, on the GPU's labels without any.
+      mig_->fill(hr, gpus_[k].labels, dcgm_.empty() ? label_set{} : gpus_[k].dcgm, kDcgmMigLabelsAt,
+                 pods);
     }
     if (!dcgm_.empty() && !g.dcgm.labels().empty()) fill_dcgm(info, d, g.dcgm);
   }
