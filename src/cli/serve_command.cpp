@@ -30,7 +30,7 @@ constexpr options::command_text kServeText{
     "joules serve --region DE --pue 1.2 --price-per-kwh 0.3 --currency EUR\n"
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
     "joules serve --tokens-from http://127.0.0.1:8000/metrics\n"
-    "joules serve --listen 0.0.0.0:19400 --kubernetes   # pod labels, in a DaemonSet\n"
+    "joules serve --listen 0.0.0.0:19400 --kubernetes   # with pod labels\n"
     "joules serve --output gpus.jsonl --output-max-size 100000000 --output-keep 5"};
 
 class serve_command final : public options::command {
