@@ -90,7 +90,10 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
   for (std::size_t i = 0; i < out.devices.size() && i < ctx.devices.size(); ++i) {
     const auto& d = out.devices[i];
     const std::string idx = device_label(ctx.devices[i]);
-    if (d.lost_at_s) {
+    if (!ctx.devices[i].unreadable.empty()) {
+      why.push_back(fmt::format("{} was lost before the start ({}); its energy is unknown", idx,
+                                ctx.devices[i].unreadable));
+    } else if (d.lost_at_s) {
       why.push_back(
           fmt::format("{} stopped reporting {:.3f} s after the start; its energy "
                       "after that is not counted",
@@ -117,7 +120,8 @@ std::vector<std::string> degradations(const run_context& ctx, const run_outcome&
     if (d.read_errors > 0) {
       why.push_back(fmt::format("{}: {} reading(s) failed", idx, d.read_errors));
     }
-    if (i < out.window.devices.size() && !out.window.devices[i].energy_uj) {
+    if (i < out.window.devices.size() && !out.window.devices[i].energy_uj &&
+        ctx.devices[i].unreadable.empty()) {
       why.push_back(fmt::format("{} gave no reading; its energy is unknown", idx));
     }
   }

@@ -67,8 +67,10 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
   for (std::size_t i : choice.devices) {
     const device_info& d = hw.devices()[i];
     if (d.kind == device_kind::gpu && !d.unreadable.empty()) {
-      term::print_note(
-          fmt::format("{} is lost: {}; it is not measured", gpu_name(d), d.unreadable));
+      // Listed, and lost from the first moment in the records and the summary.
+      term::print_note(fmt::format("{} is lost: {}; its energy is unknown", gpu_name(d),
+                                   text::escape_for_terminal(d.unreadable)));
+      measured_.push_back(i);
       continue;
     }
     if (d.kind == device_kind::gpu && d.method() == energy_method::none) {
@@ -81,7 +83,7 @@ measurement::measurement(const measure_settings& settings, std::string subcomman
     measured_.push_back(i);
   }
   const bool any_gpu = std::any_of(measured_.begin(), measured_.end(), [&](std::size_t i) {
-    return hw.devices()[i].kind == device_kind::gpu;
+    return hw.devices()[i].kind == device_kind::gpu && hw.devices()[i].unreadable.empty();
   });
   if (!any_gpu && settings.backend.components.gpu) {
     throw fatal_error(
@@ -290,8 +292,9 @@ int measurement::finish(const interval_end& end, const std::string& extra_json,
     d.reset_estimated_j = tl.reset_estimated_j();
     d.read_errors = tl.read_errors();
     d.last_error_code = tl.last_error_code();
+    // A GPU lost before the start is lost from it (0 s), not before it.
     if (tl.lost_at() && *tl.lost_at() < monotonic_seconds(out.end_mono))
-      d.lost_at_s = *tl.lost_at() - start;
+      d.lost_at_s = std::max(0.0, *tl.lost_at() - start);
     if (tl.counter_lost_at()) d.counter_lost_at_s = std::max(0.0, *tl.counter_lost_at() - start);
     if (tl.silent_at() && *tl.silent_at() < monotonic_seconds(out.end_mono))
       d.silent_at_s = std::max(0.0, *tl.silent_at() - start);

@@ -5,7 +5,19 @@
 
 #include "steps/counter_learner.hpp"
 
+#include <algorithm>
+#include <cstdint>
+
 namespace joules::steps {
+namespace {
+
+// a * b + c, or the largest value where that does not fit (counts read from a log are hostile).
+std::uint64_t epochs_mul_add(std::uint64_t a, std::uint64_t b, std::uint64_t c) {
+  if (b != 0 && a > (UINT64_MAX - c) / b) return UINT64_MAX;
+  return a * b + c;
+}
+
+}  // namespace
 
 counter_learner::global_step counter_learner::globalize(const field& c, std::optional<epoch_seen> e,
                                                         template_state& t, bool others_between) {
@@ -32,9 +44,13 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
     // An epoch that goes back is a new run: its count starts again.
     const bool new_run = changed && e->value < *t.last_epoch;
     if (new_run) {
-      t.epoch_sum = 0;
+      // Its epochs are numbered as the run before numbered them: with the length an epoch had
+      // there, the count starts again from the epoch it says (none known: from 0).
+      t.epoch_sum = epochs_mul_add(*out.epoch, t.epoch_len, 0);
       t.counter_is_global = false;
     }
+    const std::uint64_t epochs_skipped =
+        changed && !new_run ? e->value - *t.last_epoch - 1 : std::uint64_t{0};
     // A bar restarts every epoch, whatever its count was ("Epoch #3: 228it" after "Epoch #2:
     // 219it", Tianshou).
     const bool bar = c.place == field_place::bar;
@@ -50,19 +66,28 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
       out.step = *out.epoch * *c.total + v;
       return out;
     }
-    // The batches of an epoch are not printed: an epoch holds as many as its last counter said.
+    // The batches of an epoch are not printed: an epoch holds as many as its counter showed
+    // (its last count, one more when the counter counts from 0), and an epoch the log skipped
+    // (an excerpt) as many as the longest epoch seen.
     if (changed && !new_run && t.last_value && (v <= *t.last_value || bar)) {
-      t.epoch_sum += *t.last_value;
+      const std::uint64_t shown = epochs_mul_add(1, *t.last_value, t.zero_based ? 1 : 0);
+      t.epoch_len = std::max(t.epoch_len, shown);
+      t.epoch_sum =
+          epochs_mul_add(epochs_skipped, t.epoch_len, epochs_mul_add(1, t.epoch_sum, shown));
       out.rolled = true;
     }
-    out.step = t.epoch_sum + v;
+    if (changed || !t.last_value) t.zero_based = t.zero_based || v == 0;
+    out.step = epochs_mul_add(1, t.epoch_sum, v);
     return out;
   }
   // No epoch printed: a counter that goes back to where it began is a new epoch, and the count
   // goes on (a bar that restarts every epoch: "190/190" in the second epoch is step 380).
+  if (!t.last_value) t.zero_based = v == 0;
   if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride &&
       (!c.total || c.total == t.last_total)) {
-    t.epoch_sum += c.total ? *c.total : *t.last_value;
+    // A counter from 0 has shown one more than its last count.
+    t.epoch_sum += c.total ? *c.total : epochs_mul_add(1, *t.last_value, t.zero_based ? 1 : 0);
+    t.zero_based = t.zero_based || v == 0;
     out.rolled = true;
   } else if (t.last_value && v < *t.last_value &&
              !(c.place == field_place::bar && c.total && v == *c.total)) {

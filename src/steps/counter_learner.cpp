@@ -38,16 +38,27 @@ bool is_step_word(std::string_view key) {
 
 // A line that is only a named step counter over its total: "[step=3/739328]" (OLMo),
 // "[batch=2/3]:" (Composer), whose values follow on the lines after it.
+// Also a step counter alone on its line over its total after words that describe it ("Learning
+// iteration 66/30000" heading rsl_rl's block of values), or without its total and without words
+// ("Iteration: 0" heading DeepRM's): not the global step, nor a count after words ("Total steps:
+// 1608"), which such blocks report among their values.
 bool progress_header(std::string_view message, const field& c) {
-  if ((c.role != field_role::step && c.role != field_role::global) || !c.total ||
-      c.value > *c.total || c.not_training || c.key.empty()) {
+  if ((c.role != field_role::step && c.role != field_role::global) || c.not_training ||
+      c.key.empty() || (c.total && c.value > *c.total)) {
     return false;
   }
   auto mark = [](char ch) { return is_space(ch) || ch == '[' || ch == ']' || ch == ':'; };
   const auto key_at = static_cast<std::size_t>(c.key.data() - message.data());
+  bool words = false;
   for (std::size_t i = 0; i < key_at; ++i) {
-    if (!mark(message[i])) return false;
+    if (is_alpha(message[i])) {
+      words = true;
+    } else if (!mark(message[i])) {
+      return false;
+    }
   }
+  // Words before a count without its total describe a quantity ("Total steps: 1608").
+  if ((words || !c.total) && (c.role != field_role::step || (words && !c.total))) return false;
   std::size_t e = c.pos;
   while (e < message.size() && (is_digit(message[e]) || message[e] == '/' || is_space(message[e])))
     ++e;
@@ -65,6 +76,11 @@ int score_of(const field& f, std::string_view message) {
       return 100;
     case field_role::step:
       if (f.place == field_place::after_epoch) return 50;
+      // "Episode 00057075 Frame 00000199 ... Reward: 30" (an RL agent's episodes): the loop's
+      // count where nothing finer is named, but not named as a step counter (it is held to the
+      // run as an unnamed counter is, and yields to a named step or a leading count).
+      // "mean 100 episode reward" names no counter.
+      if (eq_ci(trim_key(f.key), "episode")) return f.key.data() > message.data() + f.pos ? -1 : 55;
       return f.total ? 65 : 60;
     case field_role::epoch:
     case field_role::samples:
@@ -81,10 +97,13 @@ int score_of(const field& f, std::string_view message) {
   // "[  50/1251 (  4%)]", "[1][ 50/1000]": a count over a total in brackets is progress.
   if (f.place == field_place::bracket && f.total) return 45;
   // "[0]\ttest-auc:0.89" (XGBoost, LightGBM): a counter in brackets that opens the message.
-  if (f.place == field_place::bracket && f.pos <= 4 && !message.empty() && message[0] == '[')
+  if (f.place == field_place::bracket && f.pos <= 4 && !message.empty() &&
+      (message[0] == '[' || message[0] == '('))
     return 45;
-  // "145: 4.54, 7.31 avg loss" (darknet), "0:\tlearn: 0.65" (CatBoost), "3 7.34 s run".
-  if (f.place == field_place::leading) return 40;
+  // "145: 4.54, 7.31 avg loss" (darknet), "0:\tlearn: 0.65" (CatBoost), "3 7.34 s run".  A
+  // count over its total that opens the message ("39160/50000: episode: 569, ..., episode steps:
+  // 13", keras-rl) is the loop's progress, over a step count named for something inside it.
+  if (f.place == field_place::leading) return f.total && f.value <= *f.total ? 61 : 40;
   return 0;
 }
 
@@ -93,7 +112,9 @@ int score_of(const field& f, std::string_view message) {
 // "| steps                   | 1841     |".  A configuration printed as YAML names counts too
 // ("num_sgd_iter: 30"): only a table's rows name others than the training iteration.
 bool step_row(const line_fields& f, const field& c) {
-  if (!f.record_row) return false;
+  // "| episodes | 100 |" beside "| steps | 1841 |" (Stable-Baselines' DQN): episodes are the
+  // loop's count only where nothing finer is named.
+  if (!f.record_row || starts_with_ci(trim_key(c.key), "episode")) return false;
   if (eq_ci(c.key, "training_iteration") || eq_ci(c.key, "iterations")) return true;
   return f.table_row && (c.role == field_role::step || c.role == field_role::global);
 }
@@ -220,8 +241,11 @@ bool counter_learner::epoch_is_step(std::string_view message, const line_fields&
   // 1.88s, train loss: 157.24]", "Epoch 1, training: loss: 0.54" (torch for R).  Not a record
   // with an epoch among its values (DeiT's log.txt: {"train_loss": 3.2, "epoch": 249, ...}),
   // which a trainer writes beside its step lines.
-  if (f.metric_values && f.train_values && f.count > 0 && f.fields[0].role == field_role::epoch &&
-      f.fields[0].pos <= 16)
+  // Any quantity counts on a line that does not speak of evaluation: the TensorFlow examples'
+  // "Epoch: 0001 cost= 0.510", "epoch: 3 reward: 0.51", "epoch 2 mse 0.4" (not MST's "Epoch 162:
+  // testing psnr = 34.40").
+  if (f.metric_values && (f.train_values || !f.eval_word) && f.count > 0 &&
+      f.fields[0].role == field_role::epoch && f.fields[0].pos <= 16)
     return true;
   // An epoch announced again with no step since it was last announced: nnU-Net's "epoch:  7".
   return announcement && t.lines > 1 && t.steps_at_last == new_steps_ &&
@@ -320,8 +344,14 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     return false;
   }
   // A counter over another total in the same template is another loop (an evaluation bar
-  // beside the training bar).
-  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter) {
+  // beside the training bar), unless it starts again on a line of training values that speaks
+  // of no evaluation: a new run with another length ("Step 10/2000, loss: 2.3" after "Step
+  // 900/1000, loss: 1.1" in the log of two runs).
+  const bool restarted_run = !f.eval_word && !f.notice && f.metric_values &&
+                             cf.place != field_place::bar && c.score >= 45 && t->last_value &&
+                             cf.value < *t->last_value;
+  if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter &&
+      !restarted_run) {
     if (why) *why = fmt::format("counts to {}, not {}: another loop", *cf.total, *t->last_total);
     return false;
   }
@@ -448,10 +478,11 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
                       : t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
                       : step_row(f, cf)           ? "a row that names the step"
                       : under_header              ? "a row under a header that names it"
-                      : c.score >= 100            ? "named as the global step"
-                      : c.score >= 60             ? "named as a step counter"
-                      : c.score >= 50             ? "a counter beside the epoch or a bar's count"
-                                                  : "where counters stand";
+                      : cf.place == field_place::leading ? "a count over its total opening the line"
+                      : c.score >= 100                   ? "named as the global step"
+                      : c.score >= 60                    ? "named as a step counter"
+                      : c.score >= 50 ? "a counter beside the epoch or a bar's count"
+                                      : "where counters stand";
     *why = fmt::format("learnt counter: {} ({}{}){}", field_desc, how,
                        f.metric_values ? ", training values on the line" : "",
                        gs.rolled ? "; a new epoch: the count goes on" : "");

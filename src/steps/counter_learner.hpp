@@ -90,6 +90,8 @@ class counter_learner {
     // Per-epoch counting: the steps of the epochs before the current one.
     std::optional<std::uint64_t> last_epoch;
     std::uint64_t epoch_sum = 0;
+    std::uint64_t epoch_len = 0;     // the most batches an epoch showed, when none is printed
+    bool zero_based = false;         // the counter counts from 0 (an epoch began at 0)
     bool counter_is_global = false;  // it did not go back when the epoch changed
     std::optional<std::uint64_t> last_total;
     std::optional<std::uint64_t> deferred_since;  // the run's step when it was held back

@@ -57,7 +57,8 @@ void counter_learner::note_header(std::string_view message) {
 }
 
 bool counter_learner::name_columns(const line_fields& fields, line_fields& named) const {
-  if (columns_[0] == field_role::none || fields.count == 0 || fields.fields[0].pos != 0 ||
+  if (columns_[0] == field_role::none || fields.count == 0 ||
+      (fields.fields[0].pos != 0 && fields.fields[0].place != field_place::leading) ||
       !fields.fields[0].key.empty()) {
     return false;
   }

@@ -30,7 +30,7 @@ using wc = word_class;
 // One table for every word the field reader knows, sorted for a binary search: a log line has
 // tens of words and each is looked up once.
 constexpr auto kVocabulary = [] {
-  std::array<entry, 139> t = {{
+  std::array<entry, 148> t = {{
       {"acc", wc::loss_like},
       {"accuracy", wc::loss_like},
       {"after", wc::none, kMention},
@@ -57,6 +57,7 @@ constexpr auto kVocabulary = [] {
       {"ep", wc::none, kEpoch},
       {"epoch", wc::none, kEpoch},
       {"epochs", wc::none, kEpoch},
+      {"episode", wc::none, kStep},
       {"err", wc::metric},
       {"error", wc::metric},
       {"eval", wc::eval, kOtherLoop},
@@ -76,12 +77,19 @@ constexpr auto kVocabulary = [] {
       {"inference", wc::other_loop},
       {"instances", wc::none, kSample},
       {"iou", wc::metric},
+      {"mlogloss", wc::metric},  // XGBoost's metric names
+      {"ndcg", wc::metric},
+      {"aucpr", wc::metric},
+      {"mape", wc::metric},
+      {"rmsle", wc::metric},
       {"iter", wc::none, kStep},
       {"iteration", wc::none, kStep},
       {"iterations", wc::none, kStep},
       {"iters", wc::none, kStep},
       {"itn", wc::none, kStep},
       {"kimg", wc::metric, kSample},
+      {"l1", wc::metric},
+      {"l2", wc::metric},
       {"learn", wc::train},
       {"learning", wc::loss_like},
       {"loading", wc::notice},
@@ -155,6 +163,7 @@ constexpr auto kVocabulary = [] {
       {"tokens", wc::none, kSample},
       {"total", wc::none, kGlobalPrefix},
       {"tps", wc::metric},
+      {"tree", wc::none, kStep},
       {"train", wc::train, kStepPrefix},
       {"trainer", wc::none, kStepPrefix},
       {"training", wc::train, kGlobalPrefix},

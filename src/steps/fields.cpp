@@ -28,6 +28,18 @@ constexpr bool key_gap(char c) {
          c == '(' || c == '|' || c == '#';
 }
 
+// Whether the number at [at, end) stands alone in the parenthesis or the table cell that opens
+// the message: "(1) loss = 0.5", "| 1     | 2.931 |" (the first cell of a drawn table's row).
+bool alone_in_opening(std::string_view s, std::size_t at, std::size_t end) {
+  if (s.empty() || (s.front() != '(' && s.front() != '|')) return false;
+  for (std::size_t i = 1; i < at; ++i) {
+    if (!is_space(s[i])) return false;
+  }
+  while (end < s.size() && is_space(s[end]))
+    ++end;
+  return end < s.size() && s[end] == (s.front() == '(' ? ')' : '|');
+}
+
 // The key before position `at` (a number's start): the word across key_gap characters, or empty.
 // Sets `bracket` when a '[' stood between them, `prev` to the word before the key.
 std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
@@ -212,7 +224,10 @@ struct scanner {
                                                                          : field_role::step;
     } else if (end < s.size() && is_alpha(s[end])) {
       // "202mory": digits glued to a word that is no unit are part of a name, not a count.
-    } else if (start == 0 || (start <= 4 && bracket && s.front() == '[')) {
+    } else if (start == 0 || (start <= 4 && bracket && s.front() == '[') ||
+               alone_in_opening(s, start, end)) {
+      // "(1) loss = 0.5": a counter in the parenthesis that opens the message, as in brackets;
+      // "| 1     | 2.931 |" (Turi Create): alone in the first cell of a drawn table's row.
       f.place = start == 0 ? field_place::leading : field_place::bracket;
     } else if (bracket) {
       f.place = field_place::bracket;

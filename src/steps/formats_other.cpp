@@ -245,6 +245,14 @@ bool match_dict(std::string_view body, match& m) {
     return true;
   }
   const bool eval = body.substr(0, 7) == "{'eval_" || contains(body, ", 'eval_loss'");
+  // The Trainer's epoch is a fraction ('epoch': 0.03, 'epoch': 1.0); a dict with a whole epoch
+  // ({'epoch': 3, 'train_loss': 0.5}) is another trainer's, whose counters the general mechanism
+  // reads.
+  if (const std::size_t at = body.find("'epoch': "); !eval && at != std::string_view::npos) {
+    cursor c(body, at + 9);
+    if (c.uint() && (c.peek() == ',' || c.peek() == '}') && !contains(body, "'step': "))
+      return false;
+  }
   set_kind(m, eval ? line_kind::phase_end : line_kind::none, "hf_trainer", body);
   // The TensorFlow Trainer has no progress bar: its dicts carry the step.
   if (!eval) {

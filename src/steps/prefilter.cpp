@@ -17,10 +17,10 @@ namespace {
 // "Up. 14000"), "tick" (StyleGAN), "round": the other names the learnt counters know
 // (steps/field_words.cpp), "nupd" a count of updates written as one word ("nupdates"), "minib"
 // (CNTK's "Minibatch[ 501-1000]"), "itn".
-constexpr std::array<std::string_view, 28> kWords = {
+constexpr std::array<std::string_view, 29> kWords = {
     "step",   "iter", "infer", "ep",   "eval",  "eta",  "val",         "sav",  "test",   "train",
     "tttg",   "ttp:", "batch", "acc",  "num_u", "loss", "samples/sec", "snap", "checkp", "resum",
-    "restor", "upd",  "up.",   "tick", "round", "nupd", "minib",       "itn"};
+    "restor", "upd",  "up.",   "tick", "round", "nupd", "minib",       "itn",  "tree"};
 
 enum : std::uint8_t {
   kPlain = 0,
@@ -71,7 +71,11 @@ bool opens_with_counter(std::string_view s) {
   std::size_t i = 0;
   while (i < s.size() && is_space(s[i]))
     ++i;
-  if (i < s.size() && s[i] == '[') ++i;
+  // "[900]", "(1) loss", and the first cell of a drawn table's row: "| 1    | 2.931 |".
+  const bool cell = i < s.size() && s[i] == '|';
+  if (i < s.size() && (s[i] == '[' || s[i] == '(' || cell)) ++i;
+  while (cell && i < s.size() && is_space(s[i]))
+    ++i;
   const std::size_t d = i;
   while (i < s.size() && is_digit(s[i]))
     ++i;

@@ -215,3 +215,21 @@ def test_a_node_with_nvidia_and_amd_gpus_measures_both(tmp):
     assert len(start["devices"]) == 3
     assert start["scope"]["source"] == "CUDA_VISIBLE_DEVICES, all AMD GPUs"
 
+
+
+def test_a_gpu_lost_before_the_start_is_in_the_records_as_lost_from_the_start():
+    # Every call about GPU 1 answers NOT_FOUND from before joules starts.
+    scenario = {"devices": [mi300({"type": "constant", "watts": 300}),
+                            mi300({"type": "constant", "watts": 400},
+                                  faults=[{"at_s": 0, "kind": "lost"}])]}
+    r, records, epoch = run_json(scenario, cmd=("sleep", "1"))
+    assert r.returncode == 0, r.stderr
+    start, end = records
+    assert [d["index"] for d in start["devices"]] == [0, 1]
+    assert end["status"] == "measurement_degraded"
+    lost = end["devices"][1]
+    assert lost["lost_at_s"] == 0 and lost["energy_j"] is None
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert any("AMD GPU 1 was lost before the start" in d and "NOT_FOUND" in d
+               for d in end["degradations"])
+    assert "AMD GPU 1 is lost" in r.stderr

@@ -152,3 +152,18 @@ def test_only_the_sampler_thread_calls_sysman(tmp):
     assert r.returncode == 0, r.stderr
     calls = [json.loads(line) for line in log.read_text().splitlines()]
     assert [c["device_call_threads"] for c in calls] == [1]
+
+
+def test_a_device_lost_before_the_start_is_in_the_records_as_lost_from_the_start():
+    scenario = {"devices": [max1550({"type": "constant", "watts": 300}),
+                            max1550({"type": "constant", "watts": 400},
+                                    faults=[{"at_s": 0, "kind": "lost"}])]}
+    r, records, epoch = run_json(scenario, cmd=("sleep", "1"))
+    assert r.returncode == 0, r.stderr
+    start, end = records
+    assert [d["index"] for d in start["devices"]] == [0, 1]
+    lost = end["devices"][1]
+    assert lost["lost_at_s"] == 0 and lost["energy_j"] is None
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert any("Intel GPU 1 was lost before the start" in d and "DEVICE_LOST" in d
+               for d in end["degradations"])

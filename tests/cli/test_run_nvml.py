@@ -325,3 +325,17 @@ def test_summary_line_on_eight_gpus():
     assert m, line
     assert int(m.group(1)) == pytest.approx(4000, abs=4)
     assert int(m.group(2)) == 4000
+
+
+def test_a_gpu_lost_before_the_start_is_in_the_records_as_lost_from_the_start():
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}),
+                            h100({"type": "constant", "watts": 400},
+                                 faults=[{"at_s": 0, "kind": "lost"}])]}
+    r, records, _, _ = run_json(scenario, cmd=("sleep", "1"))
+    assert r.returncode == 0, r.stderr
+    start, end = records
+    assert [d["index"] for d in start["devices"]] == [0, 1]
+    lost = end["devices"][1]
+    assert lost["lost_at_s"] == 0 and lost["energy_j"] is None
+    assert any("GPU 1 was lost before the start" in d for d in end["degradations"])
+    assert not any("gave no reading" in d for d in end["degradations"])

@@ -348,5 +348,74 @@ TEST(StepLearner, EpochsAndRunsOfTrainersNotShownBefore) {
             (steps_list{{-1, 0}, {0, 1}, {1, 1}}));
 }
 
+TEST(StepLearner, EpochLengthsNotPrintedSkippedEpochsAndNewRuns) {
+  // MXNet's Speedometer: the batches of an epoch are not printed.  An epoch the log skipped holds
+  // as many as the longest epoch seen, and a new run (its epoch goes back) counts its epochs
+  // with that length.
+  EXPECT_EQ(steps_of({"Epoch[0] Batch [100]\tSpeed: 1234.5 samples/sec\taccuracy=0.5",
+                      "Epoch[0] Batch [200]\tSpeed: 1234.5 samples/sec\taccuracy=0.6",
+                      "Epoch[1] Batch [100]\tSpeed: 1234.5 samples/sec\taccuracy=0.7",
+                      "Epoch[1] Batch [200]\tSpeed: 1234.5 samples/sec\taccuracy=0.7",
+                      "Epoch[3] Batch [100]\tSpeed: 1234.5 samples/sec\taccuracy=0.8",
+                      "Epoch[1] Batch [100]\tSpeed: 1234.5 samples/sec\taccuracy=0.5"}),
+            (steps_list{{100, 1}, {200, 100}, {300, 100}, {400, 100}, {700, 300}, {300, 300}}));
+  // A counter from 0 has shown one more batch than its last count.
+  EXPECT_EQ(steps_of({"epoch 0 batch 0 loss 2.31", "epoch 0 batch 1 loss 2.21",
+                      "epoch 0 batch 2 loss 2.11", "epoch 1 batch 0 loss 2.01"}),
+            (steps_list{{0, 1}, {1, 1}, {2, 1}, {3, 1}}));
+}
+
+TEST(StepLearner, HeadersCountersInParenthesesTablesAndEpisodes) {
+  // rsl_rl heads each iteration's block of values with it; "Total steps" counts samples.
+  EXPECT_EQ(steps_of({"                          Learning iteration 66/30000                     ",
+                      "                            Total steps: 1608 ",
+                      "                        Mean value loss: 0.4399",
+                      "                          Learning iteration 67/30000                     ",
+                      "                            Total steps: 1632 "}),
+            (steps_list{{66, 1}, {-1, 0}, {-1, 0}, {67, 1}, {-1, 0}}));
+  // DeepRM: the counter alone, its values on the lines after it.
+  EXPECT_EQ(steps_of({"Iteration: \t 0", "NumTimesteps: \t 32549", "Loss:     \t 0.1269",
+                      "Iteration: \t 1", "NumTimesteps: \t 32898"}),
+            (steps_list{{0, 1}, {-1, 0}, {-1, 0}, {1, 1}, {-1, 0}}));
+  // keras-rl: the count over its total opening the line, not the episode's own steps.
+  EXPECT_EQ(
+      steps_of({"39160/50000: episode: 569, duration: 0.073s, episode steps: 13, loss: 78.8",
+                "39497/50000: episode: 570, duration: 1.759s, episode steps: 337, loss: 5.1"}),
+      (steps_list{{39160, 1}, {39497, 337}}));
+  // A counter in the parenthesis that opens the line; a table drawn with '|' under its header.
+  EXPECT_EQ(steps_of({"(1) loss = 0.5", "(2) loss = 0.4"}), (steps_list{{1, 1}, {2, 1}}));
+  EXPECT_EQ(
+      steps_of({"| Iteration | Training Loss | Training Accuracy | Elapsed Time (seconds) |",
+                "| 1         | 2.931         | 0.231             | 17.959                 |",
+                "| 2         | 2.631         | 0.448             | 40.837                 |"}),
+      (steps_list{{-1, 0}, {1, 1}, {2, 1}}));
+  // An agent's episodes where nothing finer is counted; "mean 100 episode reward" names none.
+  EXPECT_EQ(
+      steps_of({"- Episode 00057075 Frame 00000199  Samples: 00100000  Reward: 30  Epsilon: 0.05",
+                "- Episode 00057076 Frame 00000199  Samples: 00100000  Reward: 45  Epsilon: 0.05"}),
+      (steps_list{{57075, 1}, {57076, 1}}));
+  // The epoch as the step with any quantity beside it, and in a dict whose epoch is whole.
+  EXPECT_EQ(steps_of({"Epoch: 0001 cost= 0.510", "Epoch: 0002 cost= 0.410"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  EXPECT_EQ(steps_of({"{'epoch': 1, 'train_loss': 0.5, 'val_acc': 0.7}",
+                      "{'epoch': 2, 'train_loss': 0.4, 'val_acc': 0.75}"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  // Boosting rounds with XGBoost's metric names only.
+  EXPECT_EQ(steps_of({"[1]\tvalidation_0-mlogloss:1.01\tvalidation_1-mlogloss:1.1",
+                      "[2]\tvalidation_0-mlogloss:1.02\tvalidation_1-mlogloss:1.1"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  // A second run whose counter counts to another total is a new run, not another loop; an
+  // evaluation's count over its own total beside the training one is not.
+  EXPECT_EQ(steps_of({"Step 100/1000, loss: 2.3", "Step 900/1000, loss: 1.1",
+                      "Step 10/2000, loss: 2.3", "Step 20/2000, loss: 2.2"}),
+            (steps_list{{100, 1}, {900, 800}, {10, 10}, {20, 10}}));
+  EXPECT_EQ(steps_of({"Step 100/1000, loss: 2.3", "Step 200/1000, loss: 2.1",
+                      "Step 10/50, val_loss: 2.3", "Step 300/1000, loss: 2.0"}),
+            (steps_list{{100, 1}, {200, 100}, {-1, 0}, {300, 100}}));
+  // Not the Hugging Face Trainer's dicts, whose epoch is a fraction.
+  EXPECT_EQ(steps_of({"{'loss': 3.4512, 'learning_rate': 4.94e-05, 'epoch': 0.03}"}),
+            (steps_list{{-1, 0}}));
+}
+
 }  // namespace
 }  // namespace joules::steps

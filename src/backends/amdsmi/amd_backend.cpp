@@ -133,7 +133,8 @@ class amd_backend final : public backend {
     st.primary = primary;
     energy_count e;
     std::uint32_t code = 0;
-    if (source_->energy(primary, e, code) == outcome::ok && e.resolution_uj > 0.0F) {
+    const outcome energy = source_->energy(primary, e, code);
+    if (energy == outcome::ok && e.resolution_uj > 0.0F) {
       st.counter = true;
       info.has_energy_counter = true;
       info.counter_unit_uj = counter_unit_uj(e.resolution_uj);
@@ -149,7 +150,18 @@ class amd_backend final : public backend {
     info.default_power_limit = w(caps.default_w);
     info.min_power_limit = w(caps.min_w);
     info.max_power_limit = w(caps.max_w);
-    if (!st.counter && st.power == power_source::none) {
+    const auto failed = [](outcome o) { return o == outcome::lost || o == outcome::failed; };
+    double watts_read = 0.0;
+    std::uint32_t power_code = 0;
+    if (!st.counter && st.power == power_source::none && failed(energy) &&
+        failed(source_->power(primary, power_source::socket_current, watts_read, power_code))) {
+      // Neither energy nor power could be read, and not because the GPU lacks them (it fell off
+      // the bus before joules started): listed as lost from the first moment, as NVIDIA's are.
+      info.unreadable =
+          fmt::format("every reading of its energy and power failed: {}", lib_->error_string(code));
+      st.lost = true;
+      st.lost_code = code;
+    } else if (!st.counter && st.power == power_source::none) {
       notices_.push_back(fmt::format(
           "AMD GPU {} ({}) gives neither an energy counter nor power readings (a virtual "
           "machine's guest has neither); it is not measured",

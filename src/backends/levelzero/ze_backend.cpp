@@ -181,8 +181,10 @@ class ze_backend final : public backend {
     props.stype = kStypeDeviceProperties;
     props.core.stype = kStypeCoreDeviceProperties;
     unsigned stacks = 1;
-    if (fn.zesDeviceGetProperties != nullptr &&
-        fn.zesDeviceGetProperties(dev, &props) == kSuccess) {
+    const ze_result_t props_rc = fn.zesDeviceGetProperties != nullptr
+                                     ? fn.zesDeviceGetProperties(dev, &props)
+                                     : kErrorUnsupportedFeature;
+    if (props_rc == kSuccess) {
       props.core.name[sizeof props.core.name - 1] = '\0';
       props.driverVersion[sizeof props.driverVersion - 1] = '\0';
       info.name = props.core.name;
@@ -203,9 +205,19 @@ class ze_backend final : public backend {
     if (info.name.empty()) info.name = "Intel GPU";
     device_state st;
     st.domains = energy_domains(dev, info);
+    std::uint32_t domains = 0;
+    const ze_result_t enum_rc = fn.zesDeviceEnumPowerDomains != nullptr
+                                    ? fn.zesDeviceEnumPowerDomains(dev, &domains, nullptr)
+                                    : kSuccess;
     if (!st.domains.empty()) {
       info.has_energy_counter = true;
       info.wrap = counter_wrap{0, watts{kMaxPlausibleWatts}};  // 64-bit µJ
+    } else if (props_rc == kErrorDeviceLost || enum_rc == kErrorDeviceLost) {
+      // The loader lists it, but it answers nothing (lost before joules started): listed as
+      // lost from the first moment, as one that is lost later.
+      info.unreadable =
+          fmt::format("it answers every call with {}", lib_->error_string(kErrorDeviceLost));
+      st.lost = true;
     } else {
       notices_.push_back(
           fmt::format("Intel GPU {} ({}) has no energy counter that answers; it is not measured",
