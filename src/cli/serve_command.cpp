@@ -4,6 +4,7 @@
 
 #include "cli/commands.hpp"
 #include "cli/shared_options.hpp"
+#include "kubelet/pod_watcher.hpp"
 #include "session/identity.hpp"
 #include "session/serve.hpp"
 #include "util/error.hpp"
@@ -30,6 +31,7 @@ constexpr options::command_text kServeText{
     "joules serve --backend sim --sim-gpus 8 --listen 127.0.0.1:0\n"
     "joules serve --tokens-from http://127.0.0.1:8000/metrics\n"
     "joules serve --web-config-file web.yml   # who may scrape: docs/web-config.md\n"
+    "joules serve --listen 0.0.0.0:19400 --kubernetes   # with pod labels\n"
     "joules serve --output gpus.jsonl --output-max-size 100000000 --output-keep 5"};
 
 class serve_command final : public options::command {
@@ -64,6 +66,23 @@ void serve_command::declare(options::option_table& t) {
          "Also expose dcgm-exporter's metric names and labels (DCGM_FI_DEV_POWER_USAGE, ...), so "
          "that NVIDIA's Grafana dashboard works unchanged.",
          s_.dcgm_compat);
+  t.flag("kubernetes", 0,
+         "Label each GPU and MIG device with the pod, namespace and container that hold it, from "
+         "the kubelet's pod-resources API (asked every --kubelet-interval; docs/kubernetes.md). "
+         "A kubelet that does not answer costs the labels, with a note on stderr.",
+         s_.kubernetes);
+  t.text("kubelet-socket", 0, "PATH",
+         "The kubelet's pod-resources socket, for --kubernetes (given alone, it implies "
+         "--kubernetes).",
+         std::string(kubelet::kDefaultKubeletSocket), [this](const std::string& v) {
+           if (v.empty()) throw usage_error("--kubelet-socket '': expected a path");
+           s_.kubelet_socket = v;
+           s_.kubernetes = true;
+         });
+  t.millis("kubelet-interval",
+           "Milliseconds between two questions to the kubelet, for --kubernetes; each waits at "
+           "most min(MS, 5000).",
+           "10000", 100, 600000, s_.kubelet_interval);
   t.text("hostname", 0, "NAME", "The hostname label on every series.",
          "JOULES_HOSTNAME, else the machine's hostname", [this](const std::string& v) {
            if (v.empty()) throw usage_error("--hostname '': expected a name");

@@ -18,6 +18,7 @@
 #include "http/basic_auth.hpp"
 #include "http/tls_context.hpp"
 #include "http/web_config.hpp"
+#include "kubelet/pod_watcher.hpp"
 #include "monitor/live.hpp"
 #include "monitor/view.hpp"
 #include "record/jsonl_sink.hpp"
@@ -112,17 +113,34 @@ int serve(const serve_settings& s) {
     inference = std::make_unique<inference_tracker>(s.inference, readings, devices, nullptr, h);
   }
 
+  // --kubernetes: which pod holds which GPU, asked on its own thread; a scrape reads its last
+  // answer.  A call never outlasts the period, nor 5 s.
+  std::unique_ptr<kubelet::pod_watcher> pods;
+  if (s.kubernetes) {
+    pods = std::make_unique<kubelet::pod_watcher>(
+        s.kubelet_socket.empty() ? std::string(kubelet::kDefaultKubeletSocket) : s.kubelet_socket,
+        s.kubelet_interval,
+        std::min<std::chrono::milliseconds>(s.kubelet_interval, std::chrono::seconds(5)),
+        [](const std::string& line) { term::print_note(line); });
+  }
+
   const double stale_after_s =
       std::max(5.0, 3.0 * std::chrono::duration<double>(*options.health_interval).count());
   server.address = s.listen;
   server.max_connections = s.max_connections;
-  exporter::prometheus_endpoint endpoint(
-      server,
-      exporter::node_source({&readings, devices, hw.meta(), s.dcgm_compat, stale_after_s, s.carbon,
-                             inference ? &inference->board() : nullptr,
-                             exporter::component_states(s.backend.components, hw.components(), gpus,
-                                                        exporter::gpus_simulated(devices))}),
-      base);
+  exporter::node_source_config node{
+      &readings,
+      devices,
+      hw.meta(),
+      s.dcgm_compat,
+      stale_after_s,
+      s.carbon,
+      inference ? &inference->board() : nullptr,
+      exporter::component_states(s.backend.components, hw.components(), gpus,
+                                 exporter::gpus_simulated(devices)),
+      {}};
+  if (pods) node.pods = [w = pods.get()] { return w->current(); };
+  exporter::prometheus_endpoint endpoint(server, exporter::node_source(std::move(node)), base);
   // The port is bound: only now is --output truncated.
   std::optional<jsonl_sink> sink;
   if (s.output) {

@@ -42,6 +42,11 @@ struct serve_settings {
   // --web-config-file: TLS, client certificates, basic auth and headers of /metrics, in the
   // Prometheus exporter toolkit's format (http/web_config.hpp, docs/web-config.md).
   std::optional<std::string> web_config_file;
+  // --kubernetes: pod, namespace and container labels from the kubelet's pod-resources API at
+  // `kubelet_socket`, asked every `kubelet_interval` (docs/kubernetes.md).
+  bool kubernetes = false;
+  std::string kubelet_socket;
+  std::chrono::milliseconds kubelet_interval{10000};
 };
 
 // Serves until SIGINT or SIGTERM; returns 0.  Throws fatal_error when the port cannot be bound

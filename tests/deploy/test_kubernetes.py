@@ -91,7 +91,18 @@ def test_the_pieces_fit_together():
     (p,) = c["ports"]
     assert (p["name"], p["containerPort"]) == ("metrics", port)
     assert c["command"] == ["joules"]
-    assert c["args"] == ["serve", "--listen", f"0.0.0.0:{port}"]
+    socket = "/var/lib/kubelet/pod-resources/kubelet.sock"
+    assert c["args"] == ["serve", "--listen", f"0.0.0.0:{port}", "--kubernetes",
+                         "--kubelet-socket", socket]
+    # The kubelet's pod-resources socket: its directory from the host, read-only, under the
+    # same path.
+    (v,) = spec["volumes"]
+    assert v["hostPath"] == {"path": "/var/lib/kubelet/pod-resources", "type": "Directory"}
+    (mount,) = c["volumeMounts"]
+    assert mount == {"name": v["name"], "mountPath": v["hostPath"]["path"], "readOnly": True}
+    assert socket.startswith(mount["mountPath"] + "/")
+    assert c["securityContext"]["capabilities"]["drop"] == ["ALL"]
+    assert c["securityContext"]["allowPrivilegeEscalation"] is False
     assert svc["spec"]["clusterIP"] == "None"  # headless: each pod is a target
     (sp,) = svc["spec"]["ports"]
     assert (sp["name"], sp["port"], sp["targetPort"]) == ("metrics", port, "metrics")
@@ -117,7 +128,7 @@ def test_the_docs_show_these_files_and_commands():
     assert "kubectl apply -k deploy/kubernetes/base" in text
     for name in kustomization()["resources"]:
         assert f"deploy/kubernetes/base/{name}" in text, name
-    assert "pod-resources" in text  # what is not done yet is said
+    assert "pod-resources" in text and "--kubernetes" in text
 
 
 def normalised(objs):

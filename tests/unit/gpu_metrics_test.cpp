@@ -5,6 +5,7 @@
 
 #include "export/metrics/footprint_metrics.hpp"
 #include "export/metrics/self_metrics.hpp"
+#include "kubelet/pod_resources.hpp"
 
 namespace joules::exporter {
 namespace {
@@ -390,6 +391,52 @@ TEST(GpuMetrics, DcgmCompatLabelsInstancesWithGpuInstanceIdAndProfile) {
        at = t.find("\nDCGM_FI_DEV_FB_USED{", at + 1))
     ++fb_used;
   EXPECT_EQ(fb_used, 3u);  // the GPU's, and one per GPU instance (1 and 9)
+}
+
+TEST(GpuMetrics, PodLabelsOnWhatOneContainerHoldsAndNeverTwice) {
+  exposition e;
+  backend_meta meta;
+  meta.driver_version = "570.86.15";
+  gpu_metrics m(e, {h100(0), h100(1)}, label_set{{"hostname", "n"}}, meta, true);
+  sampler_snapshot snap;
+  snap.devices.resize(2);
+  snap.devices[0].energy_j = 1000.0;
+  snap.devices[0].health = mig_health();
+  snap.devices[1].energy_j = 500.0;
+  // A kubelet's answer as hostile as it gets: GPU 0 held whole although it is in MIG mode, one
+  // of its MIG devices held too, GPU 1 shared by two containers.
+  const kubelet::device_pods pods = kubelet::pods_by_device({
+      {"x", "ns", "c", "nvidia.com/gpu", "GPU-0"},
+      {"y", "ns", "c", "nvidia.com/mig-3g.40gb", "MIG-aaaa"},
+      {"s1", "ns", "c", "nvidia.com/gpu", "GPU-1::1"},
+      {"s2", "ns", "c", "nvidia.com/gpu", "GPU-1::2"},
+  });
+  m.fill(snap, &pods);
+  const std::string t = e.text();
+  const std::string g0 = R"(gpu="0",uuid="GPU-0",model="NVIDIA H100 80GB HBM3")";
+  const std::string x = R"(pod="x",namespace="ns",container="c")";
+  EXPECT_TRUE(has(t, "joules_gpu_energy_joules_total{" + g0 + "," + x + R"(,hostname="n"} 1000)"))
+      << t;
+  EXPECT_TRUE(has(t, R"(DCGM_FI_DRIVER_VERSION="570.86.15",)" + x + "} ")) << t;
+  // The MIG device carries its own holder only.
+  const std::string i10 = g0 + R"(,hostname="n",gpu_instance="1",compute_instance="0")";
+  EXPECT_TRUE(has(t, "joules_gpu_mig_memory_used_bytes{" + i10 +
+                         R"(,mig_profile="3g.40gb",pod="y",namespace="ns",container="c"} )"))
+      << t;
+  EXPECT_FALSE(has(t, R"(pod="x",namespace="ns",container="c",hostname="n",gpu_instance)"));
+  // The shared GPU: energy without pods, both containers on joules_gpu_pod_info.
+  EXPECT_TRUE(has(
+      t,
+      R"(joules_gpu_energy_joules_total{gpu="1",uuid="GPU-1",model="NVIDIA H100 80GB HBM3",hostname="n"} 500)"))
+      << t;
+  EXPECT_TRUE(has(t, R"(device_id="GPU-1",pod="s1",namespace="ns",container="c"} 1)")) << t;
+  EXPECT_TRUE(has(t, R"(device_id="GPU-1",pod="s2",namespace="ns",container="c"} 1)")) << t;
+  EXPECT_TRUE(has(t, R"(device_id="MIG-aaaa",pod="y",namespace="ns",container="c"} 1)")) << t;
+  // Without the kubelet's answer, none of it.
+  exposition e2;
+  gpu_metrics m2(e2, {h100(0)}, label_set{{"hostname", "n"}}, meta, false);
+  m2.fill(snap);
+  EXPECT_FALSE(has(e2.text(), "pod=")) << e2.text();
 }
 
 }  // namespace

@@ -2,11 +2,13 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace joules::exporter {
 namespace {
@@ -322,55 +324,110 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
   mig_.emplace(e, dcgm_compat ? dcgm_[kDcgmFbUsed] : nullptr,
                dcgm_compat ? dcgm_[kDcgmFbFree] : nullptr);
 
-  const label_set user = user_part(base);
-  const std::string host(base.find("hostname").value_or(""));
-  for (const auto& d : devices_) {
-    gpu_labels g;
-    if (d.kind != device_kind::gpu) {
-      // A RAPL domain: its key (e.g. intel-rapl:0) and its name (package-0, dram).
-      g.labels = joined(label_set{{"domain", d.key()}, {"model", d.name}}, base);
-      gpus_.push_back(std::move(g));
-      continue;
+  pod_info_ = &e.add_family("joules_gpu_pod_info",
+                            "A container that holds the GPU or one of its MIG devices "
+                            "(device_id), from the kubelet's pod-resources API (--kubernetes), "
+                            "as labels: pod, namespace, container.",
+                            metric_type::info);
+  base_ = base;
+  user_ = user_part(base);
+  host_ = std::string(base.find("hostname").value_or(""));
+  meta_ = meta;
+  dcgm_compat_ = dcgm_compat;
+  for (const auto& d : devices_)
+    gpus_.push_back(make_labels(d, nullptr));
+  owned_.resize(devices_.size());
+}
+
+gpu_metrics::gpu_labels gpu_metrics::make_labels(const device_info& d,
+                                                 const kubelet::pod_ref* owner) const {
+  gpu_labels g;
+  if (d.kind != device_kind::gpu) {
+    // A RAPL domain: its key (e.g. intel-rapl:0) and its name (package-0, dram).
+    g.labels = joined(label_set{{"domain", d.key()}, {"model", d.name}}, base_);
+    return g;
+  }
+  label_set own = gpu_labels_of(d);
+  if (owner != nullptr) {
+    own.add("pod", owner->pod)
+        .add("namespace", owner->pod_namespace)
+        .add("container", owner->container);
+  }
+  g.labels = joined(std::move(own), base_);
+  g.info = g.labels.with("pci_bus_id", d.pci_bus_id)
+               .with("architecture", d.architecture)
+               .with("driver_version", driver_of(meta_, d.vendor));
+  for (const auto reason : kThrottleReasons)
+    g.throttle.push_back(g.labels.with("reason", reason));
+  for (const auto* type : {"corrected", "uncorrected"}) {
+    for (const auto* scope : {"volatile", "aggregate"})
+      g.ecc.push_back(g.labels.with("type", type).with("scope", scope));
+  }
+  for (const auto* cause : {"single_bit", "double_bit"})
+    g.retired.push_back(g.labels.with("cause", cause));
+  for (const auto* type : {"correctable", "uncorrectable"})
+    g.remapped.push_back(g.labels.with("type", type));
+  // dcgm-exporter's names are NVIDIA's: other vendors' GPUs have joules' series only.
+  if (dcgm_compat_ && is_nvidia(d)) {
+    // dcgm-exporter's line template (docs/nvml-notes.md §10.2), then the user's labels.  The host
+    // is `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
+    // that dashboards for either version select on it.  Its pod labels have the same names as
+    // joules' (docs/kubernetes.md).
+    label_set l{{"gpu", std::to_string(d.index)},
+                {"UUID", d.key()},
+                {"pci_bus_id", d.pci_bus_id},
+                {"device", fmt::format("nvidia{}", d.index)},
+                {"modelName", d.name},
+                {"hostname", host_},
+                {"Hostname", host_},
+                {"DCGM_FI_DRIVER_VERSION", meta_.driver_version}};
+    if (owner != nullptr) {
+      l.add("pod", owner->pod)
+          .add("namespace", owner->pod_namespace)
+          .add("container", owner->container);
     }
-    g.labels = joined(gpu_labels_of(d), base);
-    g.info = g.labels.with("pci_bus_id", d.pci_bus_id)
-                 .with("architecture", d.architecture)
-                 .with("driver_version", driver_of(meta, d.vendor));
-    for (const auto reason : kThrottleReasons)
-      g.throttle.push_back(g.labels.with("reason", reason));
-    for (const auto* type : {"corrected", "uncorrected"}) {
-      for (const auto* scope : {"volatile", "aggregate"})
-        g.ecc.push_back(g.labels.with("type", type).with("scope", scope));
+    g.dcgm = joined(std::move(l), user_);
+  }
+  return g;
+}
+
+const gpu_metrics::gpu_labels& gpu_metrics::owned_labels(std::size_t k,
+                                                         const kubelet::pod_ref& owner) {
+  auto& slot = owned_[k];
+  if (!slot || slot->first != owner) slot.emplace(owner, make_labels(devices_[k], &owner));
+  return slot->second;
+}
+
+void gpu_metrics::fill_pods(const device_info& info, const gpu_labels& g, const health_reading* h,
+                            const kubelet::device_pods& pods) {
+  const auto add = [&](std::string_view id, const label_set& labels) {
+    for (const auto& o : pods.owners(id)) {
+      pod_info_->add_info(labels.with("device_id", id)
+                              .with("pod", o.pod)
+                              .with("namespace", o.pod_namespace)
+                              .with("container", o.container));
     }
-    for (const auto* cause : {"single_bit", "double_bit"})
-      g.retired.push_back(g.labels.with("cause", cause));
-    for (const auto* type : {"correctable", "uncorrectable"})
-      g.remapped.push_back(g.labels.with("type", type));
-    // dcgm-exporter's names are NVIDIA's: other vendors' GPUs have joules' series only.
-    if (dcgm_compat && is_nvidia(d)) {
-      // dcgm-exporter's line template (docs/nvml-notes.md §10.2), then the user's labels.  The host
-      // is `hostname` since dcgm-exporter d5e5f51 and was `Hostname` before: both are written, so
-      // that dashboards for either version select on it.
-      label_set l{{"gpu", std::to_string(d.index)},
-                  {"UUID", d.key()},
-                  {"pci_bus_id", d.pci_bus_id},
-                  {"device", fmt::format("nvidia{}", d.index)},
-                  {"modelName", d.name},
-                  {"hostname", host},
-                  {"Hostname", host},
-                  {"DCGM_FI_DRIVER_VERSION", meta.driver_version}};
-      g.dcgm = joined(std::move(l), user);
-    }
-    gpus_.push_back(std::move(g));
+  };
+  add(info.key(), g.labels);
+  if (h == nullptr || !h->mig_enabled || !*h->mig_enabled) return;
+  std::vector<std::string_view> seen;
+  for (const auto& m : h->mig_instances) {
+    if (m.uuid.empty() || std::find(seen.begin(), seen.end(), m.uuid) != seen.end()) continue;
+    seen.push_back(m.uuid);
+    add(m.uuid, mig_labels_of(g.labels, m));
   }
 }
 
-void gpu_metrics::fill(const sampler_snapshot& snap) {
+void gpu_metrics::fill(const sampler_snapshot& snap, const kubelet::device_pods* pods) {
   const std::size_t n = std::min(devices_.size(), snap.devices.size());
   for (std::size_t k = 0; k < n; ++k) {
     const device_info& info = devices_[k];
     const device_state& d = snap.devices[k];
-    const gpu_labels& g = gpus_[k];
+    const std::vector<kubelet::pod_ref>* owners =
+        pods != nullptr && info.kind == device_kind::gpu ? &pods->owners(info.key()) : nullptr;
+    // One container holding the whole GPU: its series carry the pod; several share its energy.
+    const gpu_labels& g =
+        owners != nullptr && owners->size() == 1 ? owned_labels(k, owners->front()) : gpus_[k];
     if (info.kind != device_kind::gpu) {
       if (d.lost) continue;
       const bool cpu = info.kind == device_kind::cpu;
@@ -380,6 +437,7 @@ void gpu_metrics::fill(const sampler_snapshot& snap) {
     }
     info_->add_info(g.info);
     lost_->add(g.labels, d.lost ? 1.0 : 0.0);
+    if (pods != nullptr) fill_pods(info, gpus_[k], d.health ? &*d.health : nullptr, *pods);
     if (d.lost) continue;  // the last readings of a lost GPU would pass for live ones
     for (std::size_t m = 0; m < kSimple.size(); ++m) {
       const reading v = kSimple[m].get(info, d);
@@ -411,7 +469,9 @@ void gpu_metrics::fill(const sampler_snapshot& snap) {
       retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));
       remapped_->add_if_known(g.remapped[1], known(hr.remapped_rows_uncorrected));
-      mig_->fill(hr, g.labels, dcgm_.empty() ? label_set{} : g.dcgm, kDcgmMigLabelsAt);
+      // A MIG device's pod labels are its own holder's, on the GPU's labels without any.
+      mig_->fill(hr, gpus_[k].labels, dcgm_.empty() ? label_set{} : gpus_[k].dcgm, kDcgmMigLabelsAt,
+                 pods);
     }
     if (!dcgm_.empty() && !g.dcgm.labels().empty()) fill_dcgm(info, d, g.dcgm);
   }

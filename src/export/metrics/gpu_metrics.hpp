@@ -8,6 +8,12 @@
 // CPU packages and DRAM (RAPL devices of the same backend, device_info::kind) get
 // `joules_cpu_*` and `joules_dram_*` power and energy.
 //
+// With --kubernetes, the containers holding each GPU and MIG device (kubelet/pod_watcher.hpp):
+// `pod`, `namespace` and `container` on the series of a GPU or MIG device one container holds,
+// and one joules_gpu_pod_info series per container and device.  A GPU shared by several
+// containers (time-slicing, or MIG instances) keeps its energy on series without pod labels, so
+// that a sum counts it once.
+//
 // Filled from the sampler's latest snapshot: a scrape never calls the backend.  A reading the
 // device does not have is left out (unknown is not zero).
 //
@@ -20,6 +26,7 @@
 #include "backends/backend.hpp"
 #include "export/metrics/exposition.hpp"
 #include "export/metrics/mig_metrics.hpp"
+#include "kubelet/pod_resources.hpp"
 #include "sampler/sampler.hpp"
 
 namespace joules::exporter {
@@ -36,8 +43,9 @@ class gpu_metrics {
   gpu_metrics(exposition& e, std::vector<device_info> devices, const label_set& base,
               const backend_meta& meta, bool dcgm_compat);
 
-  // Refills the families' samples from `snap` (the caller cleared the exposition).
-  void fill(const sampler_snapshot& snap);
+  // Refills the families' samples from `snap` (the caller cleared the exposition), with the
+  // pod labels of `pods` (nullptr: none).
+  void fill(const sampler_snapshot& snap, const kubelet::device_pods* pods = nullptr);
 
  private:
   struct gpu_labels {
@@ -51,6 +59,20 @@ class gpu_metrics {
   };
   void fill_dcgm(const device_info& info, const sampler_snapshot::device& d,
                  const label_set& labels);
+  gpu_labels make_labels(const device_info& d, const kubelet::pod_ref* owner) const;
+  // The labels of GPU `k` held by `owner`, made once per owner.
+  const gpu_labels& owned_labels(std::size_t k, const kubelet::pod_ref& owner);
+  void fill_pods(const device_info& info, const gpu_labels& g, const health_reading* h,
+                 const kubelet::device_pods& pods);
+
+  label_set base_;
+  label_set user_;
+  std::string host_;
+  std::string driver_;
+  backend_meta meta_;
+  bool dcgm_compat_ = false;
+  std::vector<std::optional<std::pair<kubelet::pod_ref, gpu_labels>>> owned_;
+  metric_family* pod_info_ = nullptr;
 
   std::vector<device_info> devices_;
   std::vector<gpu_labels> gpus_;

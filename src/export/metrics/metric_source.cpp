@@ -45,14 +45,17 @@ class node : public metric_source {
         self_(per_state, per_collection, base, c.meta, c.stale_after_s),
         footprint_(per_state, base, "joules_node", c.carbon, c.components),
         inference_(per_state, base, c.inference),
+        pods_of_(c.pods),
         last_energy_(c.devices.size(), 0.0) {}
 
   bool update() override {
     auto snap = readings_->snapshot();
     const bool tokens = inference_.update();
+    auto pods = pods_of_ ? pods_of_() : nullptr;
     // The snapshot held here keeps its address from being reused: equal pointers, same readings.
-    const bool changed = first_ || snap != snap_ || tokens;
+    const bool changed = first_ || snap != snap_ || tokens || pods != pods_;
     snap_ = std::move(snap);
+    pods_ = std::move(pods);
     first_ = false;
     return changed;
   }
@@ -61,7 +64,7 @@ class node : public metric_source {
     self_.fill(snap_.get());
     std::optional<double> energy;
     if (snap_) {
-      gpus_.fill(*snap_);
+      gpus_.fill(*snap_, pods_.get());
       // Every served device's energy since the sampler's first reading; a device that stops
       // answering keeps the energy it had, so the sum never goes down.
       for (std::size_t k = 0; k < snap_->devices.size() && k < last_energy_.size(); ++k) {
@@ -85,6 +88,8 @@ class node : public metric_source {
   self_metrics self_;
   footprint_metrics footprint_;
   inference_part inference_;
+  std::function<std::shared_ptr<const kubelet::device_pods>()> pods_of_;
+  std::shared_ptr<const kubelet::device_pods> pods_;
   std::vector<double> last_energy_;
   std::shared_ptr<const sampler_snapshot> snap_;
   bool first_ = true;
@@ -152,7 +157,9 @@ std::vector<std::string_view> exporter_label_names() {
                              "server",       "model_name",
                              "endpoint",     "gpus",
                              "state",        "window",
-                             "kind"})
+                             "kind",         "pod",
+                             "namespace",    "container",
+                             "device_id"})
     out.push_back(n);
   return out;
 }

@@ -27,6 +27,7 @@
 #include "export/metrics/footprint_metrics.hpp"
 #include "export/metrics/run_metrics.hpp"
 #include "export/metrics/self_metrics.hpp"
+#include "kubelet/pod_resources.hpp"
 #include "sampler/sampler.hpp"
 #include "tokens/board.hpp"
 
@@ -59,6 +60,8 @@ struct node_source_config {
   carbon::factors carbon;                    // --pue, --region, ... (resolved)
   const tokens::board* inference = nullptr;  // --tokens-from; must outlive the sources
   std::vector<component_state> components;   // component_states()
+  // --kubernetes: the containers holding each device now (kubelet/pod_watcher.hpp); empty: none.
+  std::function<std::shared_ptr<const kubelet::device_pods>()> pods;
 };
 source_factory node_source(node_source_config config);
 

@@ -61,8 +61,28 @@ label_set dcgm_mig_labels(const label_set& dcgm, std::size_t at, const mig_insta
 
 }  // namespace
 
+namespace {
+
+// The pod labels of a MIG device that one container holds; empty otherwise.
+const kubelet::pod_ref* mig_owner(const kubelet::device_pods* pods, const mig_instance_reading& m) {
+  if (pods == nullptr || m.uuid.empty()) return nullptr;
+  const auto& owners = pods->owners(m.uuid);
+  return owners.size() == 1 ? &owners.front() : nullptr;
+}
+
+label_set with_pod(label_set l, const kubelet::pod_ref* owner) {
+  if (owner != nullptr) {
+    l.add("pod", owner->pod)
+        .add("namespace", owner->pod_namespace)
+        .add("container", owner->container);
+  }
+  return l;
+}
+
+}  // namespace
+
 void mig_metrics::fill(const health_reading& h, const label_set& gpu_labels, const label_set& dcgm,
-                       std::size_t dcgm_at) {
+                       std::size_t dcgm_at, const kubelet::device_pods* pods) {
   if (!h.mig_enabled) return;
   mode_->add(gpu_labels, *h.mig_enabled ? 1.0 : 0.0);
   if (!*h.mig_enabled) return;
@@ -73,7 +93,8 @@ void mig_metrics::fill(const health_reading& h, const label_set& gpu_labels, con
     const std::pair ids{m.gpu_instance, m.compute_instance};
     if (std::find(seen.begin(), seen.end(), ids) != seen.end()) continue;
     seen.push_back(ids);
-    const label_set l = mig_labels_of(gpu_labels, m);
+    const kubelet::pod_ref* owner = mig_owner(pods, m);
+    const label_set l = with_pod(mig_labels_of(gpu_labels, m), owner);
     info_->add_info(l.with("mig_uuid", m.uuid));
     total_->add_if_known(l, mig_bytes(m.memory_total_bytes));
     used_->add_if_known(l, mig_bytes(m.memory_used_bytes));
@@ -85,7 +106,7 @@ void mig_metrics::fill(const health_reading& h, const label_set& gpu_labels, con
       continue;
     }
     seen_gpu_instances.push_back(m.gpu_instance);
-    const label_set d = dcgm_mig_labels(dcgm, dcgm_at, m);
+    const label_set d = with_pod(dcgm_mig_labels(dcgm, dcgm_at, m), owner);
     constexpr double kMiB = 1.0 / 1048576.0;
     if (m.memory_used_bytes) fb_used_->add(d, static_cast<double>(*m.memory_used_bytes) * kMiB);
     if (m.memory_total_bytes && m.memory_used_bytes) {

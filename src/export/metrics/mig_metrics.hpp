@@ -17,6 +17,7 @@
 
 #include "backends/health.hpp"
 #include "export/metrics/exposition.hpp"
+#include "kubelet/pod_resources.hpp"
 
 namespace joules::exporter {
 
@@ -31,9 +32,11 @@ class mig_metrics {
   mig_metrics(exposition& e, metric_family* fb_used, metric_family* fb_free);
 
   // Adds one GPU's MIG series.  `dcgm` holds dcgm-exporter's labels of the GPU (empty: none),
-  // `dcgm_at` the position after which GPU_I_PROFILE and GPU_I_ID go (after modelName).
+  // `dcgm_at` the position after which GPU_I_PROFILE and GPU_I_ID go (after modelName).  An
+  // instance that one container holds (`pods`, by its MIG UUID; nullptr: none) carries its
+  // pod, namespace and container.
   void fill(const health_reading& h, const label_set& gpu_labels, const label_set& dcgm,
-            std::size_t dcgm_at);
+            std::size_t dcgm_at, const kubelet::device_pods* pods = nullptr);
 
  private:
   metric_family* mode_ = nullptr;
