@@ -66,8 +66,8 @@ struct http_server_options {
   // serve --web-config-file (web_config.hpp): HTTPS when `tls` is set (the handshake must end
   // within request_timeout of the accept, as a request must); every request answered 401 with
   // `WWW-Authenticate: Basic` unless `auth` allows its credentials (a request whose credentials
-  // are not cached waits, without reading more, for auth's bcrypt thread); `headers`, whole field lines,
-  // added to every response.  Without them the server is plain HTTP and none of this costs a
+  // are not cached waits, without reading more, for auth's bcrypt thread); `headers`, whole field
+  // lines, added to every response.  Without them the server is plain HTTP and none of this costs a
   // thing.
   std::shared_ptr<const tls_context> tls{};
   std::shared_ptr<basic_auth> auth{};
