@@ -248,7 +248,8 @@ def test_https_with_a_private_ca_and_a_client_certificate(tmp, collector, pki):
 
 def test_https_to_an_untrusted_certificate_is_refused_and_counted(tmp, collector, pki):
     c = collector(tls=pki)
-    r, end, stats = run(tmp, "--otlp", c.url, "--otlp-interval", "200", cmd=("sleep", "0.6"))
+    r, end, stats = run(tmp, "--otlp", c.url, "--otlp-interval", "200",
+                        cmd=("sleep", str(0.6 * SLOW)))
     assert c.requests == [] and c.handshake_errors
     assert stats["exported"] == 0 and stats["batches"] >= 3
     # Trying again cannot make the certificate trusted: one request per batch.
