@@ -1,11 +1,12 @@
-# The two commands a newcomer runs (README.md): `make demo` and `make test`.
+# The two commands a newcomer runs (README.md): `make demo` and `make check` (every test, as CI
+# runs them: make test, make test-timing, make test-python, make test-integrations).
 # Everything else is a convenience around CMake presets (CMakePresets.json).
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: demo test test-python test-wheel test-integrations build deps deps-test bench format \
-	format-check tidy clean golden
+.PHONY: demo check test test-timing test-python test-wheel test-integrations build deps deps-test \
+	bench format format-check tidy clean golden
 
 demo: deps build
 	@scripts/demo build/release
@@ -20,11 +21,23 @@ deps:
 deps-test:
 	@scripts/install-deps test
 
-# Every test: a -Werror debug build, an AddressSanitizer+UBSan build and a ThreadSanitizer
-# build, each with its whole test suite, the fuzz targets, and the formatting check
-# (scripts/test-all overlaps each tree's tests with the next build).
+# Every test CI runs, one after the other (docs/testing.md says how long each takes).
+check:
+	@$(MAKE) --no-print-directory test
+	@$(MAKE) --no-print-directory test-timing
+	@$(MAKE) --no-print-directory test-python
+	@$(MAKE) --no-print-directory test-integrations
+
+# The suite to run before a commit: a -Werror debug build, an AddressSanitizer+UBSan build and a
+# ThreadSanitizer build, each with its test suite but the `timing` tests, the fuzz targets, and
+# the formatting check (scripts/test-all overlaps each tree's tests with the next build).
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
+
+# The tests that bound wall time, CPU time or energy accuracy (label `timing`), in the dev tree
+# with nothing else running: they need the cores make test keeps busy.
+test-timing: deps-test
+	@scripts/test-all --timing $(JOBS) $(CTEST_ARGS)
 
 # Rewrites the golden files of tests/golden (help texts, monitor screens, run summaries, doctor's
 # report, joules steps' output, the /metrics exposition) from the dev build; `git diff tests/golden`
@@ -36,7 +49,7 @@ golden:
 
 # The Python package (tests/python): its wheel built with g++ (a build tree of its own, so
 # minutes on 2 cores: not part of make test), a fresh venv, `joules` on its PATH, the API on
-# the fake NVML.  .ci/run runs it.
+# the fake NVML.  make check runs it.
 test-python: deps-test
 	@scripts/test-python $(JOBS)
 
@@ -48,7 +61,7 @@ test-wheel: deps-test
 
 # The framework callbacks against real transformers, Lightning and Keras trainers on the CPU
 # (the frameworks, torch with its CUDA libraries: 5.7 GB in build/integrations-venv, installed
-# once).  Not in .ci/run: on a bare machine that download alone has no bound it can promise.
+# once).  make check runs it.
 test-integrations: deps-test
 	@scripts/test-integrations $(JOBS)
 
