@@ -232,11 +232,7 @@ bool counter_learner::epoch_is_step(std::string_view message, const line_fields&
                                     bool row_values) const {
   // A line of an epoch's training values may carry its evaluation's too (PyG's "Epoch: 001,
   // Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100").
-  // Once a finer counter has made steps, an epoch is a step only where that counter has gone
-  // quiet: no step came since the template's last line (a later run of the log that counts
-  // epochs alone, after one that counted batches).
-  const bool finer = finer_steps_ > 0 && !(t.lines > 1 && t.steps_at_last == new_steps_);
-  if (finer || f.notice || (eval && (!loss_before_eval(message)))) return false;
+  if (finer_steps_ > 0 || f.notice || (eval && (!loss_before_eval(message)))) return false;
   // "Starting Epoch 17: learning rate per sample = 0.000047" announces an epoch with its
   // settings: no training has been done in it.
   if (starts_epoch(message, f)) return false;
@@ -522,17 +518,16 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   if (!t->style) t->style = style_of(message);  // a template prints its metrics one way
   m.style = *t->style;
   if (why) {
-    const char* how =
-        epoch_counter && finer_steps_ > 0 ? "the epoch: no finer counter since its last line"
-        : epoch_counter                   ? "the epoch: the log counts nothing finer"
-        : t->lines > 1 && !evidence       ? "it advanced steadily while the values changed"
-        : step_row(f, cf)                 ? "a row that names the step"
-        : under_header                    ? "a row under a header that names it"
-        : cf.place == field_place::leading && cf.total ? "a count over its total opening the line"
-        : c.score >= 100                               ? "named as the global step"
-        : c.score >= 60                                ? "named as a step counter"
-        : c.score >= 50 ? "a counter beside the epoch or a bar's count"
-                        : "where counters stand";
+    const char* how = epoch_counter               ? "the epoch: the log counts nothing finer"
+                      : t->lines > 1 && !evidence ? "it advanced steadily while the values changed"
+                      : step_row(f, cf)           ? "a row that names the step"
+                      : under_header              ? "a row under a header that names it"
+                      : cf.place == field_place::leading && cf.total
+                          ? "a count over its total opening the line"
+                      : c.score >= 100 ? "named as the global step"
+                      : c.score >= 60  ? "named as a step counter"
+                      : c.score >= 50  ? "a counter beside the epoch or a bar's count"
+                                       : "where counters stand";
     *why = fmt::format("learnt counter: {} ({}{}){}", field_desc, how,
                        f.metric_values  ? ", training values on the line"
                        : f.named_values ? ", named values on the line"

@@ -391,6 +391,21 @@ def diagnose_file(log: Path, everything, diag: dict, joules: str = "") -> None:
     for n, w in missed:
         line = lines[n - 1] if n - 1 < len(lines) else ""
         bump(diag, "missed: shape of expected", shape_of(line, w))
+    step_lines = {m for m, _ in steps_expected}
+    false_at = [m for m, o in got.items() if o.get("kind") == "step" and (o.get("step_gap") or 0) > 0
+                and m not in step_lines]
+    if false_at and joules:
+        whys = explain_joules(joules, log)
+        for m in false_at:
+            why = whys.get(m, "")
+            how = re.search(r"\((named as [a-z ]+|where counters stand|the epoch[a-z :]*|a count over "
+                            r"its total opening the line|a counter beside the epoch or a bar's count|"
+                            r"it advanced steadily while the values changed|a row [a-z ]+)"
+                            r"(, (training|named) values on the line)?\)", why)
+            kind = why_kind(why)
+            if kind == "other" and how:
+                kind = "learnt: " + how.group(1) + (how.group(2) or "")
+            bump(diag, "false new steps: why joules took it (--explain, by category)", kind)
     if missed and joules:
         whys = explain_joules(joules, log)
         for n, w in missed:
