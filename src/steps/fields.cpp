@@ -88,7 +88,9 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
 // "elbo -120.5" (1), a name after a word of evaluation: "Validation bpb: 3.30", "val D: 0.4"
 // (2), or not (0).  After blanks alone the name is a lower-case word of two letters or more, so
 // that "Python 3.10" or "CUDA 11.8" name no quantity.
-int value_named(std::string_view s, std::size_t start) {
+// `evals`: the message has a word of evaluation before `start` (else the name cannot be one, nor
+// follow one, and the words are not looked up).
+int value_named(std::string_view s, std::size_t start, bool evals) {
   std::size_t i = start;
   if (i > 0 && s[i - 1] == '-') --i;
   bool sign = false;  // ':' or '='
@@ -111,6 +113,7 @@ int value_named(std::string_view s, std::size_t start) {
       if (s[k] >= 'A' && s[k] <= 'Z') return 0;
     }
   }
+  if (!evals) return 1;
   // The name's first word, or the word before it.
   std::size_t w = i;
   while (w < e && is_alpha(s[w]))
@@ -454,8 +457,11 @@ struct scanner {
     if (percent) ++j;
     if (!whole) {
       out.float_values = true;
-      if (!light) {
-        const int named = value_named(s, start);
+      // Only a name the vocabulary does not know: a known one ("loss", "test-auc") is read as
+      // a metric already.
+      if (!light && prev_word == word_class::none &&
+          !(out.named_values && (eval_metric || !eval_word))) {
+        const int named = value_named(s, start, eval_word);
         out.named_values = out.named_values || named == 1;
         eval_metric = eval_metric || named == 2;
       }
