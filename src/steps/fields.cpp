@@ -459,8 +459,8 @@ struct scanner {
       out.float_values = true;
       // Only a name the vocabulary does not know: a known one ("loss", "test-auc") is read as
       // a metric already.
-      if (!light && prev_word == word_class::none &&
-          !(out.named_values && (eval_metric || !eval_word))) {
+      if (!light && prev_word != word_class::metric && prev_word != word_class::loss_like &&
+          prev_word != word_class::eval && !(out.named_values && (eval_metric || !eval_word))) {
         const int named = value_named(s, start, eval_word);
         out.named_values = out.named_values || named == 1;
         eval_metric = eval_metric || named == 2;

@@ -433,7 +433,7 @@ TEST(StepLearner, ValuesUnderATrainersOwnNamesAreTrainingValues) {
             (steps_list{{-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}}));
   // Named after a word of evaluation, they are an evaluation's results at the run's step.
   const auto eval = parse_all({"iter 240 loss 2.01 lr 0.1", "iter 250 loss 1.96 lr 0.1",
-                               "round 250 | Validation mAP: 0.41"});
+                               "round 250 | Validation bpb: 1.1012"});
   EXPECT_EQ(eval[2].kind, line_kind::phase_end);
   std::vector<std::string> fields_of = {"D: 0.51", "F1=0.75", "elbo -120.5"};
   for (const auto& m : fields_of) {
