@@ -303,7 +303,7 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     m.style = style_of(message);
     if (why) {
       *why = fmt::format("{} ({})", reason,
-                         f.eval_tag ? "tagged as evaluation" : "values named for evaluation only");
+                         f.eval_tag ? "tagged as evaluation" : "values named for evaluation");
     }
     return true;
   };
@@ -356,8 +356,8 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   }
   // A counter over another total in the same template is another loop (an evaluation bar
   // beside the training bar), unless it starts again on a line of training values that speaks
-  // of no evaluation: a new run with another length ("Step 10/2000, loss: 2.3" after "Step
-  // 900/1000, loss: 1.1" in the log of two runs).
+  // of no evaluation, or names its training loss before any evaluation's: a new run with another
+  // length ("Step 10/2000, loss: 2.3" after "Step 900/1000, loss: 1.1" in the log of two runs).
   // A step counter that had reached its total starts again: that loop ended, and this is a new
   // one even without values on the line ("Step 10/200" after "Step 100/100").
   const bool finished = t->last_value && t->last_total && *t->last_value >= *t->last_total;
@@ -483,7 +483,7 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   if (!named_global &&
       !follows_run(
           f.template_hash, g,
-          (c.score >= 60 && cf.place != field_place::bar && !epoch_counter) || epoch_counter ||
+          (c.score >= 60 && cf.place != field_place::bar) || epoch_counter ||
               (cf.total && f.metric_values && cf.value <= *cf.total &&
                (cf.place == field_place::after_epoch || cf.place == field_place::leading)))) {
     const std::uint64_t last = *last_step_;
