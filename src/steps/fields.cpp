@@ -84,51 +84,6 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
   return key;
 }
 
-// Whether the value with a fraction part at `start` follows a name: "D: 0.51", "F1=0.75",
-// "elbo -120.5" (1), a name after a word of evaluation: "Validation bpb: 3.30", "val D: 0.4"
-// (2), or not (0).  After blanks alone the name is a lower-case word of two letters or more, so
-// that "Python 3.10" or "CUDA 11.8" name no quantity.
-// `evals`: the message has a word of evaluation before `start` (else the name cannot be one, nor
-// follow one, and the words are not looked up).
-int value_named(std::string_view s, std::size_t start, bool evals) {
-  std::size_t i = start;
-  if (i > 0 && s[i - 1] == '-') --i;
-  bool sign = false;  // ':' or '='
-  std::size_t gap = 0;
-  while (i > 0 && gap < 4 && (is_space(s[i - 1]) || s[i - 1] == ':' || s[i - 1] == '=')) {
-    sign = sign || s[i - 1] == ':' || s[i - 1] == '=';
-    --i;
-    ++gap;
-  }
-  if (gap == 0) return 0;
-  const std::size_t e = i;
-  while (i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '_') && e - i < 32)
-    --i;
-  while (i < e && !is_alpha(s[i]))
-    ++i;
-  if (i == e || (i > 0 && is_alnum(s[i - 1]))) return 0;
-  if (!sign) {
-    if (e - i < 2 || eq_ci(s.substr(i, e - i), "version")) return 0;
-    for (std::size_t k = i; k < e; ++k) {
-      if (s[k] >= 'A' && s[k] <= 'Z') return 0;
-    }
-  }
-  if (!evals) return 1;
-  // The name's first word, or the word before it.
-  std::size_t w = i;
-  while (w < e && is_alpha(s[w]))
-    ++w;
-  // "val: 10.85" beside "loss train: 10.81" (LitGPT) is left as it was: no quantity named.
-  if (class_of_word(s.substr(i, w - i)) == word_class::eval) return 0;
-  std::size_t b = i;
-  while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '-'))
-    --b;
-  std::size_t a = b;
-  while (a > 0 && is_alpha(s[a - 1]))
-    --a;
-  return class_of_word(s.substr(a, b - a)) == word_class::eval ? 2 : 1;
-}
-
 struct scanner {
   std::string_view s;
   line_fields& out;
@@ -457,8 +412,7 @@ struct scanner {
     if (percent) ++j;
     if (!whole) {
       out.float_values = true;
-      // Only a name the vocabulary does not know: a known one ("loss", "test-auc") is read as
-      // a metric already.
+      // Only a name the vocabulary does not know ("loss", "test-auc" are metrics already).
       if (!light && prev_word != word_class::metric && prev_word != word_class::loss_like &&
           prev_word != word_class::eval && !(out.named_values && (eval_metric || !eval_word))) {
         const int named = value_named(s, start, eval_word);
