@@ -244,7 +244,12 @@ bool counter_learner::epoch_is_step(std::string_view message, const line_fields&
   // Any quantity counts on a line that does not speak of evaluation: the TensorFlow examples'
   // "Epoch: 0001 cost= 0.510", "epoch: 3 reward: 0.51", "epoch 2 mse 0.4" (not MST's "Epoch 162:
   // testing psnr = 34.40").
-  if (f.metric_values && (f.train_values || !f.eval_word) && f.count > 0 &&
+  // So do values under names of the trainer's own ("Epoch: 3 D: 0.51 G: 0.82", "epoch: 7
+  // elbo: -120.5"), after an epoch named as one ("epochs: 10, dropout: 0.5" is a setting).
+  const bool quantities =
+      f.metric_values || (f.named_values && f.count > 0 && !f.fields[0].key.empty() &&
+                          (f.fields[0].key.back() | 0x20) != 's');
+  if (quantities && (f.train_values || !f.eval_word) && f.count > 0 &&
       f.fields[0].role == field_role::epoch && f.fields[0].pos <= 16)
     return true;
   // An epoch announced again with no step since it was last announced: nnU-Net's "epoch:  7".
@@ -296,7 +301,10 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     m.step = step;
     m.metrics_text = message;
     m.style = style_of(message);
-    if (why) *why = std::string(reason);
+    if (why) {
+      *why = fmt::format("{} ({})", reason,
+                         f.eval_tag ? "tagged as evaluation" : "values named for evaluation");
+    }
     return true;
   };
 
@@ -313,7 +321,10 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
     if (epoch_counter) cp = c.epoch;
   }
   if (cp == nullptr) {
-    if (eval && new_steps_ > 0) return eval_result(0, "evaluation results (no step counter)");
+    if (eval && new_steps_ > 0) {
+      return eval_result(0, c.epoch != nullptr ? "evaluation results, with an epoch"
+                                               : "evaluation results, no step counter");
+    }
     if (why) {
       *why = c.counter == nullptr ? (c.epoch != nullptr ? "an epoch, and the log counts steps"
                                                         : "no field that counts steps")
@@ -345,14 +356,31 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   }
   // A counter over another total in the same template is another loop (an evaluation bar
   // beside the training bar), unless it starts again on a line of training values that speaks
-  // of no evaluation: a new run with another length ("Step 10/2000, loss: 2.3" after "Step
-  // 900/1000, loss: 1.1" in the log of two runs).
-  const bool restarted_run = !f.eval_word && !f.notice && f.metric_values &&
-                             cf.place != field_place::bar && c.score >= 45 && t->last_value &&
-                             cf.value < *t->last_value;
+  // of no evaluation, or names its training loss before any evaluation's: a new run with another
+  // length ("Step 10/2000, loss: 2.3" after "Step 900/1000, loss: 1.1" in the log of two runs).
+  // A step counter that had reached its total starts again: that loop ended, and this is a new
+  // one even without values on the line ("Step 10/200" after "Step 100/100").
+  const bool finished = t->last_value && t->last_total && *t->last_value >= *t->last_total;
+  // One that goes on past where it was towards a larger total, on a line that speaks of no
+  // evaluation, is the same loop with a longer schedule (a run resumed for more steps, a total
+  // the trainer revised); Keras' "313/313" of an evaluation after "100/1875" is not.
+  const bool goes_on = !f.eval_word && !f.notice && cf.place != field_place::bar && t->last_value &&
+                       cf.value > *t->last_value && cf.total && t->last_total &&
+                       *cf.total > *t->last_total && cf.value <= *cf.total &&
+                       (c.score >= 60 || f.metric_values || f.named_values);
+  const bool restarted_run =
+      (!f.eval_word || loss_before_eval(message)) && !f.notice && cf.place != field_place::bar &&
+      t->last_value && cf.value < *t->last_value &&
+      ((c.score >= 45 && f.metric_values) || (c.score >= 60 && (f.named_values || finished)));
   if (cf.total && t->adopted && t->last_total && *cf.total != *t->last_total && !epoch_counter &&
-      !restarted_run) {
-    if (why) *why = fmt::format("counts to {}, not {}: another loop", *cf.total, *t->last_total);
+      !restarted_run && !goes_on) {
+    if (why) {
+      *why = fmt::format("counts to {}, not {}: another loop ({})", *cf.total, *t->last_total,
+                         !t->last_value || cf.value >= *t->last_value ? "it goes on, not back"
+                         : f.eval_word && !loss_before_eval(message)
+                             ? "it went back on a line of evaluation"
+                             : "it went back on a line without training values");
+    }
     return false;
   }
   // Another row of a table whose row counter is known counts something else.  A count of
@@ -407,8 +435,13 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   // A line of another template than the run's steps, with values for evaluation, at (or just
   // ahead of) the run's step: nanoGPT's "step 250: train loss 1.96, val loss 2.06" beside its
   // "iter 250: ..." lines.
+  // Not far behind it (a new run of the log, whose epoch 1 reports its evaluation too), and
+  // for an epoch taken as the step, not past it: that is the next step, with its evaluation's
+  // values.
+  const std::uint64_t stride2 = 2 * std::max<std::uint64_t>(last_gap_, 1);
   if ((f.eval_tag || f.eval_values) && !f.notice && last_step_ && primary_ != f.template_hash &&
-      g <= *last_step_ + 2 * std::max<std::uint64_t>(last_gap_, 1)) {
+      (g >= *last_step_ || *last_step_ - g <= stride2) &&
+      g <= *last_step_ + (epoch_counter ? 0 : stride2)) {
     return eval_result(g, "evaluation results beside the run's steps");
   }
 
@@ -417,9 +450,17 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   bool beside = c.score >= 60 && c.epoch != nullptr;
   for (std::size_t i = 0; i < f.count && c.score >= 100 && !beside; ++i)
     beside = &f.fields[i] != c.counter && f.fields[i].role == field_role::step;
-  const bool evidence = !f.notice && ((c.score >= 40 && f.metric_values) || step_row(f, cf) ||
-                                      beside || cf.place == field_place::bar || under_header ||
-                                      epoch_counter || progress_header(message, cf));
+  // Values under names of the trainer's own ("Iter 40/1000 D: 0.51 G: 0.82", "[40] elbo:
+  // -120.5") count beside a counter named as a step counter or in the bracket opening the line,
+  // not beside a bare number opening it nor a fraction under another name ("Inference done
+  // 11/5000. Dataloading: 0.0008 s/iter").
+  const bool named_or_opening =
+      c.score >= 60 || (cf.place == field_place::bracket && cf.key.empty() && cf.pos <= 4 &&
+                        (message.front() == '[' || message.front() == '('));
+  const bool evidence =
+      !f.notice && ((c.score >= 40 && f.metric_values) || (f.named_values && named_or_opening) ||
+                    step_row(f, cf) || beside || cf.place == field_place::bar || under_header ||
+                    epoch_counter || progress_header(message, cf));
   const bool behaved = !f.notice && t->steady >= 2;
   if (!t->adopted && !evidence && !behaved) {
     if (why) {
@@ -436,10 +477,13 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   // (tensorpack's "Epoch 16 (global_step 8000) finished" after its epoch's bar): the trainer
   // says what the run's step is.
   const bool named_global = cf.role == field_role::global && !f.record_row && !cf.not_training;
+  // An epoch taken as the step (a line of the epoch's training values, while nothing finer
+  // counts) that goes back starts the run again, as a counter named as a step counter does: a
+  // later run of the log.
   if (!named_global &&
       !follows_run(
           f.template_hash, g,
-          (c.score >= 60 && cf.place != field_place::bar && !epoch_counter) ||
+          (c.score >= 60 && cf.place != field_place::bar) || epoch_counter ||
               (cf.total && f.metric_values && cf.value <= *cf.total &&
                (cf.place == field_place::after_epoch || cf.place == field_place::leading)))) {
     const std::uint64_t last = *last_step_;
@@ -485,7 +529,9 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
                       : c.score >= 50  ? "a counter beside the epoch or a bar's count"
                                        : "where counters stand";
     *why = fmt::format("learnt counter: {} ({}{}){}", field_desc, how,
-                       f.metric_values ? ", training values on the line" : "",
+                       f.metric_values  ? ", training values on the line"
+                       : f.named_values ? ", named values on the line"
+                                        : "",
                        gs.rolled ? "; a new epoch: the count goes on" : "");
   }
   return true;

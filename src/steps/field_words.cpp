@@ -286,6 +286,45 @@ bool names_counter(std::string_view w) {
   return has(w, kStep | kEpoch | kSample);
 }
 
+int value_named(std::string_view s, std::size_t start, bool evals) {
+  std::size_t i = start;
+  if (i > 0 && s[i - 1] == '-') --i;
+  bool sign = false;  // ':' or '='
+  std::size_t gap = 0;
+  while (i > 0 && gap < 4 && (is_space(s[i - 1]) || s[i - 1] == ':' || s[i - 1] == '=')) {
+    sign = sign || s[i - 1] == ':' || s[i - 1] == '=';
+    --i;
+    ++gap;
+  }
+  if (gap == 0) return 0;
+  const std::size_t e = i;
+  while (i > 0 && (is_alnum(s[i - 1]) || s[i - 1] == '_') && e - i < 32)
+    --i;
+  while (i < e && !is_alpha(s[i]))
+    ++i;
+  if (i == e || (i > 0 && is_alnum(s[i - 1]))) return 0;
+  if (!sign) {
+    if (e - i < 2 || eq_ci(s.substr(i, e - i), "version")) return 0;
+    for (std::size_t k = i; k < e; ++k) {
+      if (s[k] >= 'A' && s[k] <= 'Z') return 0;
+    }
+  }
+  if (!evals) return 1;
+  // The name's first word, or the word before it.
+  std::size_t w = i;
+  while (w < e && is_alpha(s[w]))
+    ++w;
+  // "val: 10.85" beside "loss train: 10.81" (LitGPT) is left as it was: no quantity named.
+  if (class_of_word(s.substr(i, w - i)) == word_class::eval) return 0;
+  std::size_t b = i;
+  while (b > 0 && (s[b - 1] == ' ' || s[b - 1] == '-'))
+    --b;
+  std::size_t a = b;
+  while (a > 0 && is_alpha(s[a - 1]))
+    --a;
+  return class_of_word(s.substr(a, b - a)) == word_class::eval ? 2 : 1;
+}
+
 bool is_epoch_word(std::string_view w) {
   return has(w, kEpoch);
 }

@@ -46,6 +46,14 @@ bar_unit bar_count(std::string_view s, std::size_t start, std::size_t end);
 bar_unit unit_of_bar(std::string_view unit);
 bool unsized_bar_count(std::string_view s, std::size_t start, std::size_t end);
 
+// Whether the value with a fraction part at `start` follows a name: "D: 0.51", "F1=0.75",
+// "elbo -120.5" (1), a name after a word of evaluation: "Validation bpb: 3.30", "val D: 0.4"
+// (2), or not (0).  After blanks alone the name is a lower-case word of two letters or more, so
+// that "Python 3.10" or "CUDA 11.8" name no quantity.
+// `evals`: the message has a word of evaluation before `start` (else the name cannot be one, nor
+// follow one, and the words are not looked up).
+int value_named(std::string_view s, std::size_t start, bool evals);
+
 enum class word_class : std::uint8_t {
   none,
   metric,      // auc, rmse, error, perplexity, time, rate, speed, ...

@@ -412,6 +412,13 @@ struct scanner {
     if (percent) ++j;
     if (!whole) {
       out.float_values = true;
+      // Only a name the vocabulary does not know ("loss", "test-auc" are metrics already).
+      if (!light && prev_word != word_class::metric && prev_word != word_class::loss_like &&
+          prev_word != word_class::eval && !(out.named_values && (eval_metric || !eval_word))) {
+        const int named = value_named(s, start, eval_word);
+        out.named_values = out.named_values || named == 1;
+        eval_metric = eval_metric || named == 2;
+      }
       for (std::size_t k = start; k < j; ++k)
         mix(out.value_hash, s[k]);
       mix(out.value_hash, ' ');

@@ -62,6 +62,9 @@ struct line_fields {
   // A training quantity is named on the line and a value is there: loss, lr, accuracy, auc,
   // rmse, perplexity, time, speed, rate, ...
   bool metric_values = false;
+  // A value with a fraction part right after a name the learner need not know: "D: 0.51",
+  // "elbo -120.5", "F1=0.75" (the quantities of a trainer's own vocabulary).
+  bool named_values = false;
   bool record_row = false;    // the message is one key and one number (a YAML line, a table row)
   bool table_row = false;     // such a row drawn in a table: "|    iterations   | 18   |"
   bool eval_tag = false;      // [valid], "Validation", "Test set:", "valid on", "results:"

@@ -93,6 +93,57 @@ def run_joules(joules: str, log: Path) -> dict:
     return got
 
 
+# What `joules steps --explain` says of a line, reduced to joules' own phrases: the diagnosis
+# prints these categories, never the explanation itself (which quotes the line's template).
+WHY_KINDS = (
+    ("another loop, going on", r"another loop \(it goes on"),
+    ("another loop, back on a line of evaluation", r"another loop \(it went back on a line of ev"),
+    ("another loop, back without training values", r"another loop \(it went back on a line with"),
+    ("held back (does not follow the run's step)", r"does not follow the run's step"),
+    ("a candidate not taken yet", r"not taken yet"),
+    ("an epoch, and the log counts steps", r"an epoch, and the log counts steps"),
+    ("no field that counts steps", r"no field that counts steps"),
+    ("a field that is not a step counter", r"is not a step counter"),
+    ("passed over by the prefilter", r"not read further"),
+    ("no number and no rule", r"no number and no rule matched"),
+    ("a progress bar at 0", r"progress bar at 0"),
+    ("a bar of evaluation", r"progress bar of evaluation"),
+    ("a bar of data preparation", r"progress bar of data preparation"),
+    ("another row of the table", r"another row of the table"),
+    ("a count of updates", r"a count of updates"),
+    ("evaluation results, with an epoch, tagged", r"results, with an epoch \(tagged"),
+    ("evaluation results, with an epoch, by its values", r"results, with an epoch \(values"),
+    ("evaluation results, no counter", r"results, no step counter"),
+    ("evaluation results at the run's step, tagged", r"at the run's step \(tagged"),
+    ("evaluation results at the run's step, by values", r"at the run's step \(values"),
+    ("evaluation results beside the run's steps", r"beside the run's steps"),
+    ("a notice", r"notice"),
+)
+
+
+def why_kind(why: str) -> str:
+    for name, rx in WHY_KINDS:
+        if re.search(rx, why):
+            return name
+    m = re.match(r"rule ([a-z0-9_.-]+)", why)
+    return f"rule {m.group(1)}" if m else "other"
+
+
+def explain_joules(joules: str, log: Path) -> dict:
+    """The `why` of every line, by line number (joules steps --json --explain)."""
+    proc = subprocess.run([joules, "steps", "--json", "--explain", str(log)], capture_output=True,
+                          check=False)
+    whys = {}
+    for text in proc.stdout.decode("utf-8", errors="replace").splitlines():
+        try:
+            obj = json.loads(text)
+        except ValueError:
+            continue
+        if obj.get("type") == "line":
+            whys[int(obj["line"])] = str(obj.get("why", ""))
+    return whys
+
+
 def count_lines(log: Path) -> int:
     try:
         data = log.read_bytes()
@@ -212,7 +263,7 @@ def bump(diag: dict, section: str, key: str, n: int = 1) -> None:
     diag[section][key] = diag[section].get(key, 0) + n
 
 
-def diagnose_file(log: Path, everything, diag: dict) -> None:
+def diagnose_file(log: Path, everything, diag: dict, joules: str = "") -> None:
     errs, steps_expected, got = everything
     lines = log.read_bytes().decode("utf-8", errors="replace").split("\n")
     run_of, run, prev, first_of_streak = {}, 0, None, set()
@@ -340,6 +391,29 @@ def diagnose_file(log: Path, everything, diag: dict) -> None:
     for n, w in missed:
         line = lines[n - 1] if n - 1 < len(lines) else ""
         bump(diag, "missed: shape of expected", shape_of(line, w))
+    step_lines = {m for m, _ in steps_expected}
+    false_at = [m for m, o in got.items() if o.get("kind") == "step" and (o.get("step_gap") or 0) > 0
+                and m not in step_lines]
+    if false_at and joules:
+        whys = explain_joules(joules, log)
+        for m in false_at:
+            why = whys.get(m, "")
+            how = re.search(r"\((named as [a-z ]+|where counters stand|the epoch[a-z :]*|a count over "
+                            r"its total opening the line|a counter beside the epoch or a bar's count|"
+                            r"it advanced steadily while the values changed|a row [a-z ]+)"
+                            r"(, (training|named) values on the line)?\)", why)
+            kind = why_kind(why)
+            if kind == "other" and how:
+                kind = "learnt: " + how.group(1) + (how.group(2) or "")
+            bump(diag, "false new steps: why joules took it (--explain, by category)", kind)
+    if missed and joules:
+        whys = explain_joules(joules, log)
+        for n, w in missed:
+            line = lines[n - 1] if n - 1 < len(lines) else ""
+            kind = why_kind(whys.get(n, ""))
+            bump(diag, "missed: why joules did not take it (--explain, by category)", kind)
+            bump(diag, "missed: shape of expected, by why",
+                 shape_of(line, w).split(", first token")[0] + ": " + kind)
 
 
 def per_epoch_length(lines, rows, which: int):
@@ -479,7 +553,7 @@ def main() -> int:
         for log in logs:
             t, probs, errs = score_file(args.joules, log)
             if args.diagnose:
-                diagnose_file(log, errs, diag)
+                diagnose_file(log, errs, diag, args.joules)
             rows.append((log.name[:-len(".log")], t))
             problems += probs
             for k in FIELDS:

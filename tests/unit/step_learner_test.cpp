@@ -417,5 +417,69 @@ TEST(StepLearner, HeadersCountersInParenthesesTablesAndEpisodes) {
             (steps_list{{-1, 0}}));
 }
 
+TEST(StepLearner, ValuesUnderATrainersOwnNamesAreTrainingValues) {
+  // A GAN's losses, a VAE's ELBO: names the parser does not know, values with a fraction part.
+  EXPECT_EQ(steps_of({"Iter 40/1000 D: 0.51 G: 0.82", "Iter 80/1000 D: 0.50 G: 0.83"}),
+            (steps_list{{40, 1}, {80, 40}}));
+  EXPECT_EQ(steps_of({"[40] elbo: -120.5 kl: 3.2", "[80] elbo: -110.5 kl: 3.1"}),
+            (steps_list{{40, 1}, {80, 40}}));
+  EXPECT_EQ(steps_of({"Epoch: 1 D: 0.51 G: 0.82", "Epoch: 2 D: 0.50 G: 0.83"}),
+            (steps_list{{1, 1}, {2, 1}}));
+  // A setting, versions, and a fraction under another name than a step counter's are not.
+  EXPECT_EQ(steps_of({"epochs: 10, dropout: 0.5", "Python 3.10 on linux, step 3/5 done",
+                      "step 5/10 CUDA 11.8",
+                      "Inference done 11/5000. Dataloading: 0.0008 s/iter. Inference: 0.0512 "
+                      "s/iter."}),
+            (steps_list{{-1, 0}, {-1, 0}, {-1, 0}, {-1, 0}}));
+  // Named after a word of evaluation, they are an evaluation's results at the run's step.
+  const auto eval = parse_all({"iter 240 loss 2.01 lr 0.1", "iter 250 loss 1.96 lr 0.1",
+                               "round 250 | Validation bpb: 1.1012"});
+  EXPECT_EQ(eval[2].kind, line_kind::phase_end);
+  std::vector<std::string> fields_of = {"D: 0.51", "F1=0.75", "elbo -120.5"};
+  for (const auto& m : fields_of) {
+    line_fields f;
+    read_fields(m, f);
+    EXPECT_TRUE(f.named_values) << m;
+  }
+  for (const std::string m : {"Python 3.10", "CUDA 11.8", "version 1.5", "v1.5", "3.25"}) {
+    line_fields f;
+    read_fields(m, f);
+    EXPECT_FALSE(f.named_values) << m;
+  }
+}
+
+TEST(StepLearner, AStepCounterOverANewTotalAfterItsLoopEndedOrGoingOnIsTheRuns) {
+  // The loop reached its total: a counter that starts again over another total is a new run,
+  // even with nothing but the counter on its lines.
+  EXPECT_EQ(steps_of({"Step 50/100", "Step 100/100", "Step 10/200", "Step 20/200"}),
+            (steps_list{{50, 1}, {100, 50}, {10, 10}, {20, 10}}));
+  // A run resumed with a longer schedule goes on towards the larger total.
+  EXPECT_EQ(steps_of({"Update 100/1000, reward 2.31", "Update 200/1000, reward 2.11",
+                      "Update 210/2000, reward 2.01", "Update 220/2000, reward 1.91"}),
+            (steps_list{{100, 1}, {200, 100}, {210, 10}, {220, 10}}));
+  // Short of its total and going back with no values, it is still another loop, and --explain
+  // says why.
+  step_parser p;
+  std::string why;
+  p.parse("Step 50/100", why);
+  const auto r = p.parse("Step 10/200", why);
+  EXPECT_NE(r.kind, line_kind::step);
+  EXPECT_NE(why.find("another loop (it went back on a line without training values)"),
+            std::string::npos)
+      << why;
+}
+
+TEST(StepLearner, AnEpochLineOfALaterRunStartsItAgain) {
+  // The log counts epochs; a later run prints its epochs with its evaluation beside them.
+  EXPECT_EQ(steps_of({"Epoch: 5 loss: 0.5", "Epoch: 6 loss: 0.4",
+                      "Epoch: 1 train_loss: 0.9 val_loss: 1.0",
+                      "Epoch: 2 train_loss: 0.8 val_loss: 0.9"}),
+            (steps_list{{5, 1}, {6, 1}, {1, 1}, {2, 1}}));
+  // Once a finer counter has made steps, an epoch's line is not one.
+  EXPECT_EQ(steps_of({"step 100/500 loss 0.5", "step 200/500 loss 0.4",
+                      "Epoch: 1 loss: 0.41 acc: 0.88", "Epoch: 2 loss: 0.39 acc: 0.89"}),
+            (steps_list{{100, 1}, {200, 100}, {-1, 0}, {-1, 0}}));
+}
+
 }  // namespace
 }  // namespace joules::steps
