@@ -3,7 +3,7 @@ address it prints, scrape it, parse the text format."""
 import os
 import re
 import subprocess
-import time
+import threading
 import urllib.request
 
 from conftest import JOULES
@@ -23,24 +23,37 @@ def clean_env(extra=None):
 
 
 class Process:
-    """A joules process that serves /metrics; `address` is read from its stderr."""
+    """A joules process that serves /metrics; `address` is read from its stderr.
+
+    Threads read its stdout and stderr to the end: a line written just after the address (a
+    note of another thread) is kept, where reading the address with readline() and the rest with
+    communicate() would lose what readline's buffer had already taken from the pipe."""
 
     def __init__(self, *args, env=None, timeout=20):
         self.proc = subprocess.Popen([JOULES, *map(str, args)], env=clean_env(env),
                                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-        self.stderr_lines = []
-        deadline = time.monotonic() + timeout
         self.address = None
-        while time.monotonic() < deadline:
-            line = self.proc.stderr.readline()
-            if not line:
-                break
-            self.stderr_lines.append(line)
-            m = ADDRESS.search(line)
+        self._err, self._out = [], []
+        self._addressed = threading.Event()
+        self._readers = [threading.Thread(target=self._read_stderr, daemon=True),
+                         threading.Thread(target=lambda: self._out.extend(self.proc.stdout),
+                                          daemon=True)]
+        for t in self._readers:
+            t.start()
+        self._addressed.wait(timeout)
+        # The lines up to the one with the address.
+        self.stderr_lines = list(self._err[:self._address_line + 1]) if self.address else []
+        assert self.address, ("no address printed", list(self._err), self.proc.poll())
+
+    def _read_stderr(self):
+        for line in self.proc.stderr:
+            self._err.append(line)
+            m = ADDRESS.search(line) if self.address is None else None
             if m:
+                self._address_line = len(self._err) - 1
                 self.address = m.group(1)
-                break
-        assert self.address, ("no address printed", self.stderr_lines, self.proc.poll())
+                self._addressed.set()
+        self._addressed.set()
 
     @property
     def url(self):
@@ -54,14 +67,17 @@ class Process:
     def stop(self, sig=None, timeout=20):
         if sig is not None:
             self.proc.send_signal(sig)
-        out, err = self.proc.communicate(timeout=timeout)
-        self.stderr_lines.append(err)
-        return self.proc.returncode, out, "".join(self.stderr_lines)
+        self.proc.wait(timeout=timeout)
+        for t in self._readers:
+            t.join(timeout=timeout)
+        return self.proc.returncode, "".join(self._out), "".join(self._err)
 
     def kill(self):
         if self.proc.poll() is None:
             self.proc.kill()
-            self.proc.communicate()
+            self.proc.wait()
+        for t in self._readers:
+            t.join(timeout=5)
 
 
 def serve(*args, env=None):

@@ -10,6 +10,7 @@ import json
 import re
 import shutil
 import subprocess
+import signal
 import time
 
 import pytest
@@ -53,8 +54,7 @@ def scrape_serve(scenario, epoch_before_s=10.0, wait_s=1.5, scrapes=1, every_s=0
             out.append(parse(p.scrape()))
         up = [1] * scrapes
         if stop_after:
-            p.proc.terminate()
-            p.proc.communicate(timeout=20)
+            p.stop(signal.SIGTERM)
             try:
                 p.scrape(timeout=2)
                 up.append(1)

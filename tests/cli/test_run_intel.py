@@ -104,7 +104,8 @@ def test_a_device_lost_mid_run_keeps_the_energy_known_until_then():
     assert lost["lost_at_s"] == pytest.approx(11.0 - (end["start_monotonic_s"] - epoch / 1e9),
                                               abs=0.15)
     assert lost["energy_j"] == pytest.approx(400.0 * lost["lost_at_s"], abs=400.0 * 0.12)
-    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"],
+                                                          rel=1e-3 * EDGE_SLACK)
     assert any("Intel GPU 1 stopped reporting" in d for d in end["degradations"])
 
 
@@ -128,7 +129,8 @@ def test_the_older_way_in_lists_the_masked_devices_only_and_joules_does_not_mask
     start, end = records
     assert [d["index"] for d in start["devices"]] == [0]  # the loader's numbering: card 1
     assert start["scope"] == {"source": "ZE_AFFINITY_MASK", "value": "1"}
-    assert end["devices"][0]["energy_j"] == pytest.approx(500.0 * end["duration_s"], rel=1e-3)
+    assert end["devices"][0]["energy_j"] == pytest.approx(500.0 * end["duration_s"],
+                                                          rel=1e-3 * EDGE_SLACK)
 
 
 @pytest.mark.parametrize("hierarchy,mask,chosen", [(None, "2,3", [1]), ("FLAT", "1", [0]),
@@ -164,6 +166,7 @@ def test_a_device_lost_before_the_start_is_in_the_records_as_lost_from_the_start
     assert [d["index"] for d in start["devices"]] == [0, 1]
     lost = end["devices"][1]
     assert lost["lost_at_s"] == 0 and lost["energy_j"] is None
-    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"],
+                                                          rel=1e-3 * EDGE_SLACK)
     assert any("Intel GPU 1 was lost before the start" in d and "DEVICE_LOST" in d
                for d in end["degradations"])

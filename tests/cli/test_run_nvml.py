@@ -161,7 +161,8 @@ def test_a_gpu_lost_mid_run_never_touches_the_child():
     assert lost["lost_at_s"] == pytest.approx(11.0 - (end["start_monotonic_s"] - epoch / 1e9), abs=0.15)
     # Energy known up to the loss is kept; after it, nothing is invented.
     assert lost["energy_j"] == pytest.approx(400.0 * lost["lost_at_s"], abs=400.0 * 0.12)
-    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"],
+                                                          rel=1e-3 * EDGE_SLACK)
     assert any("GPU 1 stopped reporting" in d for d in end["degradations"])
 
 
@@ -191,7 +192,8 @@ def test_a_gpu_whose_readings_all_stop_keeps_the_energy_known_until_then():
     stopped = 11.0 - (end["start_monotonic_s"] - epoch / 1e9)
     assert d["readings_stopped_at_s"] == pytest.approx(stopped, abs=0.15)
     assert d["energy_j"] == pytest.approx(500.0 * stopped, abs=500.0 * 0.12)
-    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"], rel=1e-3)
+    assert end["devices"][0]["energy_j"] == pytest.approx(300.0 * end["duration_s"],
+                                                          rel=1e-3 * EDGE_SLACK)
     assert any("stopped giving energy and power readings" in w for w in end["degradations"])
 
 
