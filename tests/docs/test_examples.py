@@ -18,8 +18,8 @@ backend.  Commands that never end by themselves (`serve`, `monitor` without --on
 after their first output with SIGINT, as a person would.
 
 Output matches when every shown line appears in the real output, in order, with the same words
-and numbers within 10 % (timings, sample counts and energies of a simulated run vary between
-runs, most on a loaded machine) and any run of spaces between them (a table's columns move with
+and numbers within 10 % (30 % under a sanitizer: timings, sample counts and energies of a
+simulated run vary between runs, most on a loaded machine) and any run of spaces between them (a table's columns move with
 the width of its numbers); a shown line that ends in "…" is the start of the printed one."""
 from __future__ import annotations
 
@@ -266,6 +266,10 @@ def run_once(e: example, workdir: pathlib.Path) -> tuple[int, str]:
 
 
 NUMBER = re.compile(r"[-+]?\d+(?:\.\d+)?(?:e[-+]?\d+)?")
+# How far a number printed may be from the one shown: the dev tree holds the docs to 10 %; under a
+# sanitizer joules runs several times slower beside other tests, and the figures that come from
+# timing (a run's duration, the noise of its steps) spread wider.
+NUMBER_TOLERANCE = 0.30 if os.environ.get("JOULES_TEST_SANITIZE") else 0.10
 
 
 def words(line: str) -> str:
@@ -275,7 +279,8 @@ def words(line: str) -> str:
 
 
 def same_line(shown: str, real: str) -> bool:
-    """Same words, numbers within 10 %; a shown line ending in "…" is the start of the real one."""
+    """Same words, numbers within NUMBER_TOLERANCE; a shown line ending in "…" is the start of
+    the real one."""
     shown = shown.rstrip()
     if shown.endswith("…"):
         shown = shown[:-1].rstrip()
@@ -285,7 +290,7 @@ def same_line(shown: str, real: str) -> bool:
         return False
     for a, b in zip(NUMBER.findall(shown), NUMBER.findall(real)):
         x, y = float(a), float(b)
-        if abs(x - y) > max(0.10 * max(abs(x), abs(y)), 0.011):
+        if abs(x - y) > max(NUMBER_TOLERANCE * max(abs(x), abs(y)), 0.011):
             return False
     return True
 
