@@ -60,7 +60,7 @@ test-wheel: deps-test
 	@scripts/test-wheel $(JOBS)
 
 # The framework callbacks against real transformers, Lightning and Keras trainers on the CPU
-# (the frameworks, torch with its CUDA libraries: 5.7 GB in build/integrations-venv, installed
+# (the frameworks, torch with its CUDA libraries: 4.7 GB in build/integrations-venv, installed
 # once).  make check runs it.
 test-integrations: deps-test
 	@scripts/test-integrations $(JOBS)
