@@ -70,6 +70,21 @@ struct xid_count {
 struct nvlink_state {
   unsigned link = 0;
   bool active = false;
+  // The link's own error counts since the driver loaded, read once errors exist and again when
+  // the GPU's totals change (unknown before).
+  std::optional<std::uint64_t> crc_flit_errors{};
+  std::optional<std::uint64_t> crc_data_errors{};
+  std::optional<std::uint64_t> replay_errors{};
+  std::optional<std::uint64_t> recovery_errors{};
+
+  bool errors_known() const {
+    return crc_flit_errors || crc_data_errors || replay_errors || recovery_errors;
+  }
+  // Its errors of every type (0 when unknown).
+  std::uint64_t errors() const {
+    return crc_flit_errors.value_or(0) + crc_data_errors.value_or(0) + replay_errors.value_or(0) +
+           recovery_errors.value_or(0);
+  }
 };
 
 struct health_reading {

@@ -220,16 +220,24 @@ void nvlink_findings(builder& b, const health_reading& h) {
       fmt::format("CRC flit {}, CRC data {}, replay {}, recovery {}",
                   h.nvlink_crc_flit_errors.value_or(0), h.nvlink_crc_data_errors.value_or(0),
                   h.nvlink_replay_errors.value_or(0), h.nvlink_recovery_errors.value_or(0));
+  // The links the errors are on, where each link's counts were read.
+  std::string links;
+  for (const nvlink_state& l : h.nvlink_links) {
+    const std::uint64_t n = l.errors();
+    if (n > 0) links += fmt::format("{}{} ({})", links.empty() ? "" : ", ", l.link, n);
+  }
+  const std::string on = links.empty() ? std::string() : "; on link " + links;
   if (h.nvlink_errors_rising == true) {
     b.add(severity::warning, "nvlink_errors_rising",
-          "NVLink errors grew while joules watched (" + counts + " since the driver loaded)",
+          "NVLink errors grew while joules watched (" + counts + " since the driver loaded" + on +
+              ")",
           fmt::format("a link that keeps producing errors slows collectives; check nvidia-smi "
                       "nvlink -e -i {} and the kernel log for XID 74",
                       i),
           "NVLink errors");
   } else {
-    b.add(severity::info, "nvlink_errors", "NVLink errors since the driver loaded (" + counts + ")",
-          "", "");
+    b.add(severity::info, "nvlink_errors",
+          "NVLink errors since the driver loaded (" + counts + on + ")", "", "");
   }
 }
 

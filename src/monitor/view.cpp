@@ -3,6 +3,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "health/findings.hpp"
@@ -93,6 +94,17 @@ void write_health(json_writer& w, const device_view& d) {
     w.key("nvlink_links_down").begin_array();
     for (const nvlink_state& l : h.nvlink_links) {
       if (!l.active) w.value(l.link);
+    }
+    w.end_array();
+  }
+  // The links with errors, where each link's counts were read (once the GPU has errors).
+  if (std::none_of(h.nvlink_links.begin(), h.nvlink_links.end(),
+                   [](const nvlink_state& l) { return l.errors_known(); })) {
+    w.key("nvlink_links_with_errors").null();
+  } else {
+    w.key("nvlink_links_with_errors").begin_array();
+    for (const nvlink_state& l : h.nvlink_links) {
+      if (l.errors() > 0) w.value(l.link);
     }
     w.end_array();
   }

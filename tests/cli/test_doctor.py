@@ -452,3 +452,22 @@ def test_every_check_in_the_docs_is_one_doctor_knows():
     assert r.returncode == 0, r.stderr
     r = doctor({"devices": [h100()]}, "--ignore", "not_a_documented_code")
     assert r.returncode == 3
+
+
+def test_each_link_is_asked_for_its_errors_only_when_the_gpu_has_errors(tmp):
+    # 18 links: four calls a link would be 72 per slow reading.  A GPU without errors is never
+    # asked; one with errors is asked once per change of its totals, and the finding names the
+    # link the errors are on.
+    calls = tmp / "calls.jsonl"
+    r, rep = doctor_json({"devices": [h100(nvlink_links=18)]},
+                         env={"FAKE_NVML_CALL_LOG": str(calls)})
+    (line,) = calls.read_text().splitlines()
+    assert "nvmlDeviceGetNvLinkErrorCounter" not in json.loads(line)["calls"]
+    calls.unlink()
+    r, rep = doctor_json({"devices": [h100(nvlink_links=18, nvlink_replay_errors=5,
+                                           nvlink_errors_link=7)]},
+                         env={"FAKE_NVML_CALL_LOG": str(calls)})
+    (line,) = calls.read_text().splitlines()
+    assert json.loads(line)["calls"]["nvmlDeviceGetNvLinkErrorCounter"] == 4 * 18
+    (finding,) = [f for f in rep["findings"] if f["code"] == "nvlink_errors"]
+    assert "on link 7 (5)" in finding["message"], finding

@@ -538,7 +538,7 @@ def test_xids_video_engines_and_nvlink_in_json():
     scn = {"devices": [{"latency_us": 20, "power": {"type": "constant", "watts": 300},
                         "health": {"encoder_util_percent": 35, "decoder_util_percent": 5,
                                    "nvlink_links": 4, "nvlink_links_down": [3],
-                                   "nvlink_replay_errors": 2},
+                                   "nvlink_replay_errors": 2, "nvlink_errors_link": 2},
                         "xids": [{"at_s": 11.5, "xid": 31, "count": 2},
                                  {"at_s": 11.6, "xid": 94}]},
                        {"latency_us": 20, "xid_events": False}]}
@@ -553,7 +553,9 @@ def test_xids_video_engines_and_nvlink_in_json():
     assert d0["encoder_util_percent"] == 35 and d0["decoder_util_percent"] == 5
     assert d0["nvlink_links"] == 4 and d0["nvlink_links_down"] == [3]
     assert d0["nvlink_replay_errors"] == 2 and d0["nvlink_crc_flit_errors"] == 0
+    assert d0["nvlink_links_with_errors"] == [2]
     assert d1["nvlink_links"] is None and d1["nvlink_replay_errors"] is None
+    assert d1["nvlink_links_with_errors"] is None
     codes = {(f["severity"], f["code"]) for f in d0["findings"]}
     assert {("critical", "xid_critical"), ("warning", "xid"), ("warning", "nvlink_down")} <= codes
 

@@ -315,7 +315,7 @@ def test_an_xid_burst_is_counted_by_number_with_the_last_for_dcgm(procs):
 
 def test_nvlink_errors_and_links_with_dcgm_names(procs):
     links = {"nvlink_links": 4, "nvlink_links_down": [2], "nvlink_crc_flit_errors": 9,
-             "nvlink_replay_errors": 3}
+             "nvlink_replay_errors": 3, "nvlink_errors_link": 1}
     scenario = {"devices": [h100({"type": "constant", "watts": 300}, health=links),
                             h100({"type": "constant", "watts": 300})]}
     env, _ = fake_gpus(scenario)
@@ -328,7 +328,14 @@ def test_nvlink_errors_and_links_with_dcgm_names(procs):
     assert one(m, "joules_gpu_nvlink_errors_total", gpu="0", type="replay") == 3
     assert [one(m, "joules_gpu_nvlink_link_up", gpu="0", link=str(k)) for k in range(4)] == \
         [1, 1, 0, 1]
-    # A GPU without NVLink has neither series.
+    # Each link's own counts, read because the GPU has errors: all on link 1.
+    per_link = {(l["link"], l["type"]): v
+                for l, v in series(m, "joules_gpu_nvlink_link_errors_total", gpu="0")}
+    assert per_link[("1", "crc_flit")] == 9 and per_link[("1", "replay")] == 3
+    assert per_link[("1", "crc_data")] == 0 and per_link[("0", "replay")] == 0
+    assert {link for link, _ in per_link} == {"0", "1", "2", "3"}
+    # A GPU without NVLink has none of these series.
+    assert series(m, "joules_gpu_nvlink_link_errors_total", gpu="1") == []
     assert series(m, "joules_gpu_nvlink_errors_total", gpu="1") == []
     assert series(m, "joules_gpu_nvlink_link_up", gpu="1") == []
     assert one(m, "DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL", gpu="0") == 9

@@ -362,4 +362,33 @@ extern "C" nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t device, unsigned i
   return kSuccess;
 }
 
+extern "C" nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t device, unsigned int link,
+                                                        unsigned int counter,
+                                                        unsigned long long* counterValue) {
+  const device_call call(fn::nvmlDeviceGetNvLinkErrorCounter, device);
+  if (!call) return call.status();
+  const fake_nvml::device_health& h = call.health();
+  if (h.nvlink_links == 0) return kErrorNotSupported;
+  if (counterValue == nullptr || link >= h.nvlink_links) return kErrorInvalidArgument;
+  unsigned long long total = 0;
+  switch (counter) {
+    case kNvlinkErrorDlReplay:
+      total = h.nvlink_replay_errors;
+      break;
+    case kNvlinkErrorDlRecovery:
+      total = h.nvlink_recovery_errors;
+      break;
+    case kNvlinkErrorDlCrcFlit:
+      total = h.nvlink_crc_flit_errors;
+      break;
+    case kNvlinkErrorDlCrcData:
+      total = h.nvlink_crc_data_errors;
+      break;
+    default:
+      return kErrorInvalidArgument;
+  }
+  *counterValue = link == h.nvlink_errors_link ? total : 0;
+  return kSuccess;
+}
+
 }  // namespace joules::nvml

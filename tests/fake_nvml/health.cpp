@@ -100,6 +100,9 @@ device_health parse_health(const nlohmann::json& health, const std::string& path
   h.nvlink_crc_data_errors = f.unsigned_integer("nvlink_crc_data_errors", h.nvlink_crc_data_errors);
   h.nvlink_replay_errors = f.unsigned_integer("nvlink_replay_errors", h.nvlink_replay_errors);
   h.nvlink_recovery_errors = f.unsigned_integer("nvlink_recovery_errors", h.nvlink_recovery_errors);
+  h.nvlink_errors_link = small(f, "nvlink_errors_link", h.nvlink_errors_link);
+  if (h.nvlink_links > 0 && h.nvlink_errors_link >= h.nvlink_links)
+    f.fail("nvlink_errors_link", "must be a link index below nvlink_links");
   h.persistence_mode = f.boolean("persistence_mode", h.persistence_mode);
   f.finish();
   return h;

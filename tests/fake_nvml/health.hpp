@@ -73,6 +73,9 @@ struct device_health {
   unsigned long long nvlink_crc_data_errors = 0;
   unsigned long long nvlink_replay_errors = 0;
   unsigned long long nvlink_recovery_errors = 0;
+  // The link every error of the totals above is on (nvmlDeviceGetNvLinkErrorCounter): the other
+  // links have none.
+  unsigned int nvlink_errors_link = 0;
 
   bool persistence_mode = true;
 };

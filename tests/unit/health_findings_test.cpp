@@ -108,6 +108,16 @@ TEST(HealthFindings, NvlinkDownAndErrorsThatGrow) {
   h.nvlink_errors_rising = true;
   expect_one(h, "nvlink_errors_rising", severity::warning, kWarnings);
   EXPECT_EQ(find(health_findings(gpu(), h), "nvlink_errors"), nullptr);
+
+  // Where each link's counts were read, the message names the links the errors are on.
+  h.nvlink_links = {{0, true}, {1, true}, {2, true}};
+  h.nvlink_links[0].crc_flit_errors = 0;
+  h.nvlink_links[2].crc_flit_errors = 10;
+  h.nvlink_links[2].replay_errors = 2;
+  const auto* rising = find(health_findings(gpu(), h), "nvlink_errors_rising");
+  ASSERT_NE(rising, nullptr);
+  EXPECT_NE(rising->message.find("on link 2 (12)"), std::string::npos) << rising->message;
+  EXPECT_EQ(rising->message.find("link 0"), std::string::npos) << rising->message;
 }
 
 TEST(HealthFindings, AHealthyBusyGpuHasNone) {

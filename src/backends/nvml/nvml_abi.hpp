@@ -313,6 +313,11 @@ inline constexpr unsigned int kProcessDetailListV1Version =
 
 // NVML_NVLINK_MAX_LINKS: link indices 0..17 (docs/nvml-notes.md §5.14).
 inline constexpr unsigned int kNvlinkMaxLinks = 18;
+// nvmlNvLinkErrorCounter_t (docs/nvml-notes.md §5.14).
+inline constexpr unsigned int kNvlinkErrorDlReplay = 0;
+inline constexpr unsigned int kNvlinkErrorDlRecovery = 1;
+inline constexpr unsigned int kNvlinkErrorDlCrcFlit = 2;
+inline constexpr unsigned int kNvlinkErrorDlCrcData = 3;
 
 // Events (docs/nvml-notes.md §5.13): nvmlEventSetWait_v2 fills one of these per event.
 inline constexpr unsigned long long kEventTypeXidCriticalError = 0x0000000000000008ULL;

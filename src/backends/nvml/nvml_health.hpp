@@ -129,6 +129,8 @@ class health_reader {
   void apply_field(reading r, const nvmlFieldValue_t* v, health_reading& h, mono_time now);
   void read_slow_getters();
   void read_nvlinks(health_reading& h);
+  // Each link's error counts, when the GPU's totals say there are errors and changed since.
+  void read_nvlink_link_errors(health_reading& h);
   static void copy_slow(const health_reading& from, health_reading& to);
   void read_memory(health_reading& h);
   void read_temperatures(health_reading& h);
@@ -155,6 +157,9 @@ class health_reader {
   std::vector<unsigned> nvlinks_;
   bool nvlinks_probed_ = false;
   std::optional<std::array<std::uint64_t, 4>> nvlink_errors_;
+  // The totals (CRC flit, CRC data, replay, recovery) when each link's counts were last read.
+  std::array<std::optional<std::uint64_t>, 4> link_errors_at_{};
+  std::vector<joules::nvlink_state> link_errors_;
 
   // PCIe byte counters (fields 197/198): the previous reading, for rates.
   std::optional<std::array<std::uint64_t, 2>> pcie_bytes_;

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cstddef>
+#include <optional>
+#include <utility>
 #include <vector>
 
 #include "backends/nvml/nvml_decode.hpp"
@@ -271,6 +273,53 @@ void health_reader::read_nvlinks(health_reading& h) {
   if (probe) {
     nvlinks_ = answered;
     state_[nvlink_state] = nvlinks_.empty() ? state::off : state::on;
+  }
+  read_nvlink_link_errors(h);
+}
+
+void health_reader::read_nvlink_link_errors(health_reading& h) {
+  // Four calls per link: only to find which links the errors the totals count are on.
+  const std::array<std::optional<std::uint64_t>, 4> totals{
+      h.nvlink_crc_flit_errors, h.nvlink_crc_data_errors, h.nvlink_replay_errors,
+      h.nvlink_recovery_errors};
+  const bool errors =
+      std::any_of(totals.begin(), totals.end(), [](const auto& n) { return n.value_or(0) > 0; });
+  if (!errors || fn_.nvmlDeviceGetNvLinkErrorCounter == nullptr) {
+    link_errors_.clear();
+    link_errors_at_ = totals;
+    return;
+  }
+  if (totals != link_errors_at_ && !h.nvlink_links.empty()) {
+    link_errors_at_ = totals;
+    link_errors_.clear();
+    for (const joules::nvlink_state& l : h.nvlink_links) {
+      joules::nvlink_state counts{l.link, l.active, {}, {}, {}, {}};
+      const std::array<std::pair<unsigned, std::optional<std::uint64_t>*>, 4> asked{
+          {{kNvlinkErrorDlCrcFlit, &counts.crc_flit_errors},
+           {kNvlinkErrorDlCrcData, &counts.crc_data_errors},
+           {kNvlinkErrorDlReplay, &counts.replay_errors},
+           {kNvlinkErrorDlRecovery, &counts.recovery_errors}}};
+      for (const auto& [counter, out] : asked) {
+        unsigned long long n = 0;
+        const nvmlReturn_t rc = fn_.nvmlDeviceGetNvLinkErrorCounter(device_, l.link, counter, &n);
+        if (rc == kErrorGpuIsLost) {
+          lost_ = true;
+          return;
+        }
+        if (rc == kSuccess) *out = n;
+      }
+      link_errors_.push_back(counts);
+    }
+  }
+  for (joules::nvlink_state& l : h.nvlink_links) {
+    const auto known =
+        std::find_if(link_errors_.begin(), link_errors_.end(),
+                     [&](const joules::nvlink_state& c) { return c.link == l.link; });
+    if (known == link_errors_.end()) continue;
+    l.crc_flit_errors = known->crc_flit_errors;
+    l.crc_data_errors = known->crc_data_errors;
+    l.replay_errors = known->replay_errors;
+    l.recovery_errors = known->recovery_errors;
   }
 }
 

@@ -301,6 +301,11 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
       "NVLink errors over all links since the driver loaded, by type (crc_flit, crc_data, "
       "replay, recovery).",
       metric_type::counter);
+  nvlink_link_errors_ =
+      &e.add_family("joules_gpu_nvlink_link_errors_total",
+                    "NVLink errors of the link named by `link` since the driver loaded, by type "
+                    "(crc_flit, crc_data, replay, recovery); written once the GPU has errors.",
+                    metric_type::counter);
   nvlink_up_ = &e.add_family("joules_gpu_nvlink_link_up",
                              "1 while the NVLink named by `link` is up, 0 while it is down.",
                              metric_type::gauge);
@@ -473,8 +478,17 @@ void gpu_metrics::fill(const sampler_snapshot& snap, const kubelet::device_pods*
            {"recovery", &hr.nvlink_recovery_errors}}};
       for (const auto& [type, count] : nvlink)
         nvlink_errors_->add_if_known(g.labels.with("type", type), known(*count));
-      for (const nvlink_state& l : hr.nvlink_links)
-        nvlink_up_->add(g.labels.with("link", std::to_string(l.link)), l.active ? 1.0 : 0.0);
+      for (const nvlink_state& l : hr.nvlink_links) {
+        const label_set link = g.labels.with("link", std::to_string(l.link));
+        nvlink_up_->add(link, l.active ? 1.0 : 0.0);
+        const std::array<std::pair<const char*, const std::optional<std::uint64_t>*>, 4> errors = {
+            {{"crc_flit", &l.crc_flit_errors},
+             {"crc_data", &l.crc_data_errors},
+             {"replay", &l.replay_errors},
+             {"recovery", &l.recovery_errors}}};
+        for (const auto& [type, count] : errors)
+          nvlink_link_errors_->add_if_known(link.with("type", type), known(*count));
+      }
       retired_->add_if_known(g.retired[0], known(hr.retired_pages_single_bit));
       retired_->add_if_known(g.retired[1], known(hr.retired_pages_double_bit));
       remapped_->add_if_known(g.remapped[0], known(hr.remapped_rows_corrected));

@@ -84,6 +84,7 @@ class gpu_metrics {
   metric_family* xid_ = nullptr;
   metric_family* nvlink_errors_ = nullptr;
   metric_family* nvlink_up_ = nullptr;
+  metric_family* nvlink_link_errors_ = nullptr;
   metric_family* retired_ = nullptr;
   metric_family* remapped_ = nullptr;
   metric_family* cpu_power_ = nullptr;
