@@ -224,10 +224,14 @@ void http_server::impl::accept_all(mono_time now) {
 // session, requests from here on get the new users and headers.
 void http_server::impl::refresh_web_config(mono_time now) {
   const bool force = reload_requested.exchange(false);
-  if (!options.web_config->refresh(now, force)) return;
-  options.tls = options.web_config->tls();
-  options.auth = options.web_config->auth();
-  options.headers = options.web_config->headers();
+  try {
+    if (!options.web_config->refresh(now, force)) return;
+    options.tls = options.web_config->tls();
+    options.auth = options.web_config->auth();
+    options.headers = options.web_config->headers();
+  } catch (const std::exception&) {
+    // Out of memory while reading: the configuration in force stays, the server goes on.
+  }
 }
 
 // Checks of credentials have finished on basic auth's thread: the requests that waited for them
