@@ -23,7 +23,8 @@ constexpr options::command_text kServeText{
     "docs/metrics.md lists every metric.\n"
     "One thread reads the hardware at --interval; the metrics are rendered once per reading and "
     "shared by the scrapes that follow, so scrapers never call the driver. Runs until SIGINT or "
-    "SIGTERM and exits 0. packaging/joules-serve.service runs it under systemd.",
+    "SIGTERM and exits 0; SIGHUP reads --web-config-file again. packaging/joules-serve.service "
+    "runs it under systemd.",
     "joules serve\n"
     "joules serve --listen 0.0.0.0:19400 --label cluster=a\n"
     "joules serve --listen 0.0.0.0:9400 --dcgm-compat   # in place of dcgm-exporter\n"
@@ -107,8 +108,11 @@ void serve_command::declare(options::option_table& t) {
          "Who may scrape: TLS (certificate and key, client certificates, versions), basic auth "
          "with bcrypt hashes and extra response headers, in the web configuration format of the "
          "Prometheus exporter toolkit (node_exporter's --web.config.file, dcgm-exporter's "
-         "--web-config-file). A bad file is an "
-         "error at start. docs/web-config.md has the format and an example.",
+         "--web-config-file). A bad file is an error at start. Read again, as the toolkit does, "
+         "when it or a file it names changes (looked at once a second at most) and at SIGHUP: "
+         "renewed certificates and changed users take effect without a restart; a bad change "
+         "is a warning, and the last good configuration is served on. docs/web-config.md has "
+         "the format and an example.",
          "", [this](const std::string& v) {
            if (v.empty()) throw usage_error("--web-config-file '': expected a file");
            s_.web_config_file = v;

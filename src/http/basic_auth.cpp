@@ -145,12 +145,13 @@ struct auth_digest_hash {
   }
 };
 
-// One check for the bcrypt thread.
+// One check for the bcrypt thread, of the users of one generation (replace_users starts the next).
 struct auth_job {
   auth_digest key;
   std::string password;
-  const std::string* hash;
+  std::string hash;
   bool known;
+  std::uint64_t generation = 0;
 };
 
 struct basic_auth::state {
@@ -164,6 +165,7 @@ struct basic_auth::state {
   std::unordered_map<auth_digest, bool, auth_digest_hash> cache;  // under mutex
   std::unordered_set<auth_digest, auth_digest_hash> queued;       // under mutex
   std::deque<auth_job> jobs;                                      // under mutex
+  std::uint64_t generation = 0;                                   // under mutex
   std::atomic<std::size_t> bcrypt_calls{0};
   std::jthread worker;  // last: stopped and joined before the rest goes
 
@@ -194,11 +196,14 @@ struct basic_auth::state {
       auth_job job = std::move(jobs.front());
       jobs.pop_front();
       lock.unlock();
-      const bool ok = verify(job.password, *job.hash) && job.known;
+      const bool ok = verify(job.password, job.hash) && job.known;
       std::fill(job.password.begin(), job.password.end(), '\0');
       lock.lock();
-      queued.erase(job.key);
-      remember(job.key, ok);
+      // An answer about users replaced meanwhile is dropped; the request is checked again.
+      if (job.generation == generation) {
+        queued.erase(job.key);
+        remember(job.key, ok);
+      }
       const std::uint64_t one = 1;
       [[maybe_unused]] const auto n = ::write(ready.get(), &one, sizeof one);
     }
@@ -214,7 +219,7 @@ struct basic_auth::state {
     std::string key = user;
     key += '\0';
     key += password;
-    auth_job job{{}, std::move(password), &decoy_hash, false};
+    auth_job job{{}, std::move(password), decoy_hash, false};
     unsigned int size = 0;
     const bool hashed = crypto->digest(key.data(), key.size(), job.key.data(), &size,
                                        crypto->sha256(), nullptr) == 1 &&
@@ -223,7 +228,7 @@ struct basic_auth::state {
     if (!hashed) return std::nullopt;
     for (const auto& [name, h] : users) {
       if (name == user) {
-        job.hash = &h;
+        job.hash = h;
         job.known = true;
       }
     }
@@ -264,9 +269,26 @@ basic_auth::verdict basic_auth::check(std::string_view authorization) {
   if (s_->queued.contains(job->key)) return verdict::pending;
   if (s_->jobs.size() >= kMaxPendingChecks) return verdict::deny;
   s_->queued.insert(job->key);
+  job->generation = s_->generation;
   s_->jobs.push_back(std::move(*job));
   s_->wake.notify_one();
   return verdict::pending;
+}
+
+void basic_auth::replace_users(std::vector<std::pair<std::string, std::string>> users) {
+  if (users == s_->users) return;  // the cache stays good
+  s_->users = std::move(users);
+  if (!s_->users.empty()) s_->decoy_hash = s_->users.front().second;
+  {
+    const std::lock_guard lock(s_->mutex);
+    ++s_->generation;
+    s_->cache.clear();
+    s_->queued.clear();
+    s_->jobs.clear();
+  }
+  // Requests waiting for a check that will not come are checked again, against the new users.
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(s_->ready.get(), &one, sizeof one);
 }
 
 int basic_auth::ready_fd() const {

@@ -10,7 +10,8 @@
 // bcrypt runs on a thread of its own, one check at a time, so that the server's thread never
 // waits for it: a client trying passwords delays no scrape whose credentials are cached.
 //
-// Thread-safety: check(), take_ready() and allows() from one thread (the server's).
+// Thread-safety: check(), take_ready(), allows() and replace_users() from one thread (the
+// server's).
 
 #include <cstddef>
 #include <memory>
@@ -48,6 +49,12 @@ class basic_auth {
   // An eventfd, readable when a queued check has finished; drain it with take_ready().
   int ready_fd() const;
   void take_ready();
+
+  // New users and hashes (the web configuration file was read again).  When they differ from the
+  // old ones, the cached answers are forgotten and the checks still queued or under way are
+  // dropped; ready_fd() becomes readable, so that the requests that waited for them are checked
+  // again, against the new users.  With no users, every request is allowed.
+  void replace_users(std::vector<std::pair<std::string, std::string>> users);
 
   // The same answer, waiting for bcrypt when it must (tests).
   bool allows(std::string_view authorization);

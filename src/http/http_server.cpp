@@ -22,6 +22,7 @@
 #include "http/http_response.hpp"
 #include "http/listen_socket.hpp"
 #include "http/tls_context.hpp"
+#include "http/web_config_reload.hpp"
 #include "util/clock.hpp"
 #include "util/error.hpp"
 
@@ -62,7 +63,8 @@ struct http_server::impl {
   http_server_options options;
   metrics_writer writer;
   detail::listening_socket listener;
-  unique_fd wake;  // an eventfd: stop() writes it to end poll()
+  unique_fd wake;  // an eventfd: stop() and reload_web_config() write it to end poll()
+  std::atomic<bool> reload_requested{false};
   std::vector<connection> conns;
   std::string date;
   std::int64_t date_second = -1;
@@ -77,6 +79,7 @@ struct http_server::impl {
   void on_events(connection& c, short revents, mono_time now);
   void handshake(connection& c, mono_time now);
   void credentials_checked();
+  void refresh_web_config(mono_time now);
   void read_input(connection& c, mono_time now);
   bool try_serve(connection& c, mono_time now);
   void respond(connection& c, const http::request_head& head, bool authorized);
@@ -112,8 +115,14 @@ void http_server::impl::run(const std::stop_token& stop) {
       if (errno != EINTR) std::this_thread::sleep_for(kPollErrorPause);  // ENOMEM: back off
       continue;
     }
-    if (fds[0].revents != 0) break;  // stop()
+    if (fds[0].revents != 0) {
+      std::uint64_t count = 0;
+      [[maybe_unused]] const auto r = ::read(wake.get(), &count, sizeof count);
+      if (stop.stop_requested()) break;
+    }
     const mono_time after = steady::now();
+    // Before new connections are accepted and requests checked: they get what is in force now.
+    if (options.web_config) refresh_web_config(after);
     if ((fds[2].revents & POLLIN) != 0) credentials_checked();
     const std::size_t polled = conns.size();
     for (std::size_t i = 0; i < polled; ++i) {
@@ -207,6 +216,21 @@ void http_server::impl::accept_all(mono_time now) {
       c.tls = std::move(tls);
       c.state = phase::handshake;
     }
+  }
+}
+
+// The web configuration file, looked at again (its reloader says at most once a second), read
+// again when it has changed or a reload is asked for; connections already set up keep their TLS
+// session, requests from here on get the new users and headers.
+void http_server::impl::refresh_web_config(mono_time now) {
+  const bool force = reload_requested.exchange(false);
+  try {
+    if (!options.web_config->refresh(now, force)) return;
+    options.tls = options.web_config->tls();
+    options.auth = options.web_config->auth();
+    options.headers = options.web_config->headers();
+  } catch (const std::exception&) {
+    // Out of memory while reading: the configuration in force stays, the server goes on.
   }
 }
 
@@ -441,6 +465,11 @@ std::string_view http_server::impl::current_date() {
 http_server::http_server(http_server_options options, metrics_writer writer)
     : impl_(std::make_unique<impl>()) {
   impl_->listener = detail::listen_on(options.address);
+  if (options.web_config) {
+    options.tls = options.web_config->tls();
+    options.auth = options.web_config->auth();
+    options.headers = options.web_config->headers();
+  }
   impl_->options = std::move(options);
   impl_->writer = std::move(writer);
   impl_->wake = unique_fd(::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC));
@@ -464,6 +493,12 @@ void http_server::stop() {
     impl_->thread.join();
   }
   impl_->listener.fd.reset();  // the port is free again once stop() returns
+}
+
+void http_server::reload_web_config() {
+  impl_->reload_requested = true;
+  const std::uint64_t one = 1;
+  [[maybe_unused]] const auto n = ::write(impl_->wake.get(), &one, sizeof one);
 }
 
 std::uint16_t http_server::port() const {

@@ -26,8 +26,8 @@
 //     between connections; `Connection: close` is honoured; after max_requests_per_connection
 //     the connection is closed.
 //
-// Thread-safety: construct, start() and stop() from one thread; stats(), port() and address()
-// from any thread.  The metrics_writer runs on the server thread only.
+// Thread-safety: construct, start() and stop() from one thread; stats(), port(), address() and
+// reload_web_config() from any thread.  The metrics_writer runs on the server thread only.
 
 #include <chrono>
 #include <cstdint>
@@ -60,6 +60,7 @@ using metrics_writer = std::function<metrics_body(std::string& tail, const metri
 
 class tls_context;
 class basic_auth;
+class web_config_reloader;
 
 struct http_server_options {
   listen_address address{std::string(kDefaultListenHost), 0};
@@ -72,6 +73,11 @@ struct http_server_options {
   std::shared_ptr<const tls_context> tls{};
   std::shared_ptr<basic_auth> auth{};
   std::string headers{};
+  // When given, the file these three come from (the server takes them from it), looked at again (at
+  // most once a second, when a connection or a request comes) and read again when it has changed:
+  // the server then takes its new tls, auth and headers (web_config_reload.hpp).  Used on the
+  // server thread only once start() is called.
+  std::shared_ptr<web_config_reloader> web_config{};
   std::size_t max_connections = 64;
   http::parser_limits limits{};
   std::chrono::milliseconds request_timeout{5000};  // whole head, from its first byte or accept
@@ -103,6 +109,9 @@ class http_server {
   void start();
   // Wakes the thread, closes every connection and joins it.  Idempotent.
   void stop();
+  // Has the server thread read options.web_config again at once, changed or not (SIGHUP).  From
+  // any thread; nothing without a web_config.
+  void reload_web_config();
 
   std::uint16_t port() const;
   // The bound address, numeric, with the real port: "127.0.0.1:41234", "[::1]:41234".

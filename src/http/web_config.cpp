@@ -404,8 +404,14 @@ web_config parse_web_config(std::string_view yaml, const std::string& file) {
   return out;
 }
 
-web_config load_web_config(const std::string& file) {
+web_config load_web_config(const std::string& file, std::vector<std::string>* files) {
   web_config c = parse_web_config(read_text_file(file, "the file", file), file);
+  if (files != nullptr) {
+    files->assign({file});
+    for (const pem_source* pem : {&c.tls_server.cert, &c.tls_server.key, &c.tls_server.client_ca}) {
+      if (!pem->file.empty()) files->push_back(pem->file);
+    }
+  }
   for (auto [pem, what] :
        {std::pair{&c.tls_server.cert, "cert_file"}, std::pair{&c.tls_server.key, "key_file"},
         std::pair{&c.tls_server.client_ca, "client_ca_file"}}) {

@@ -67,8 +67,10 @@ struct web_config {
 web_config parse_web_config(std::string_view yaml, const std::string& file);
 
 // Reads `file`, parses it, and reads the PEM files it names into their `text`.  Throws
-// usage_error naming what cannot be read.
-web_config load_web_config(const std::string& file);
+// usage_error naming what cannot be read.  Once the file is parsed, before the PEM files are
+// read, `files` (when given) gets the file and the cert_file, key_file and client_ca_file it
+// names: what a change of the configuration is watched on (web_config_reload.hpp).
+web_config load_web_config(const std::string& file, std::vector<std::string>* files = nullptr);
 
 // A bcrypt hash as the toolkit takes them: $2a$, $2b$ or $2y$, a cost of 04 to 31, 53 characters
 // of bcrypt's base64 (22 of salt, 31 of hash).

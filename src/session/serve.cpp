@@ -15,9 +15,7 @@
 #include "export/metrics/label_policy.hpp"
 #include "export/metrics/metric_source.hpp"
 #include "export/prometheus/prometheus_endpoint.hpp"
-#include "http/basic_auth.hpp"
-#include "http/tls_context.hpp"
-#include "http/web_config.hpp"
+#include "http/web_config_reload.hpp"
 #include "kubelet/pod_watcher.hpp"
 #include "monitor/live.hpp"
 #include "monitor/view.hpp"
@@ -34,28 +32,30 @@ namespace {
 // dropped: a node exporter runs for months in bounded memory.
 constexpr std::chrono::seconds kWindow{300};
 
-// SIGINT and SIGTERM (blocked in every thread since app::main) as a file descriptor.
-int stop_signal_fd() {
+// SIGINT and SIGTERM, which stop serve, and SIGHUP, which has the web configuration file read
+// again (all three blocked in every thread since app::main), as a file descriptor.
+int serve_signal_fd() {
   sigset_t set;
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGHUP);
   const int fd = signalfd(-1, &set, SFD_CLOEXEC);
   if (fd < 0) throw fatal_error(fmt::format("signalfd: {}", std::strerror(errno)));
   return fd;
 }
 
 // The web configuration file, read and checked whole (certificates, key, client CA, hashes)
-// into the server's options; one usage_error for anything wrong in it.
+// for the server, which reads it again when it changes; one usage_error for anything wrong in it.
 void apply_web_config(const std::string& file, exporter::http_server_options& server) {
-  const exporter::web_config c = exporter::load_web_config(file);
-  if (c.tls) server.tls = std::make_shared<const exporter::tls_context>(c.tls_server, file);
-  if (!c.users.empty()) server.auth = std::make_shared<exporter::basic_auth>(c.users, file);
-  for (const auto& [name, value] : c.headers) {
-    // Every response already says nosniff (http_response.cpp).
-    if (name == "X-Content-Type-Options") continue;
-    server.headers += fmt::format("{}: {}\r\n", name, value);
-  }
+  server.web_config = std::make_shared<exporter::web_config_reloader>(
+      file, [](bool failed, const std::string& line) {
+        if (failed) {
+          term::print_warning(line);
+        } else {
+          term::print_note(line);
+        }
+      });
 }
 
 }  // namespace
@@ -147,7 +147,7 @@ int serve(const serve_settings& s) {
     sink.emplace(jsonl_sink::open_file(*s.output, jsonl_sink::mode::truncate,
                                        {s.output_max_bytes, s.output_keep}));
   }
-  const int signals = stop_signal_fd();
+  const int signals = serve_signal_fd();
 
   readings.on_window([](const window_result&) {});  // windows only bound memory here
   readings.start(served);
@@ -158,7 +158,8 @@ int serve(const serve_settings& s) {
   if (inference) inference->start(steady::now());
   endpoint.start();
   std::fprintf(stderr, "joules: serving %zu GPU(s)%s at %s://%s/metrics\n", gpus,
-               devices.size() > gpus ? " and CPU/DRAM" : "", server.tls ? "https" : "http",
+               devices.size() > gpus ? " and CPU/DRAM" : "",
+               server.web_config && server.web_config->tls_enabled() ? "https" : "http",
                endpoint.address().text().c_str());
   std::fflush(stderr);
 
@@ -170,7 +171,14 @@ int serve(const serve_settings& s) {
     const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - steady::now());
     pollfd p{signals, POLLIN, 0};
     const int n = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, wait.count())));
-    if (n > 0) break;
+    if (n > 0) {
+      signalfd_siginfo info{};
+      const auto got = ::read(signals, &info, sizeof info);
+      if (got != static_cast<ssize_t>(sizeof info) || info.ssi_signo != SIGHUP) break;
+      // SIGHUP: the web configuration file, read again now (nothing to read without one).
+      endpoint.reload_web_config();
+      continue;
+    }
     if (n < 0 && errno != EINTR) break;
     const mono_time now = steady::now();
     if (samples && now >= next_sample) {

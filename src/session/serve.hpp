@@ -2,7 +2,7 @@
 // `joules serve`: a node exporter.  The sampler reads every GPU (and the CPU packages and DRAM
 // RAPL can read) at the interval, with health readings; /metrics serialises its latest
 // snapshot, so a scrape never waits for the driver and a scraper cannot make joules call the
-// driver more often.  Runs until SIGINT or SIGTERM.
+// driver more often.  Runs until SIGINT or SIGTERM; SIGHUP has --web-config-file read again.
 
 #include <chrono>
 #include <cstddef>

@@ -200,12 +200,13 @@ TEST(GpuMetrics, CpuAndDramFromRaplGetTheirOwnNames) {
 
 TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   const mono_time t0 = mono_time{} + std::chrono::seconds(100);
-  auto text = [&](const sampler_snapshot* snap, mono_time now) {
+  auto text = [&](const sampler_snapshot* snap, mono_time now,
+                  std::optional<bool> web_config_ok = std::nullopt) {
     exposition per_reading;
     exposition per_scrape;
     self_metrics m(per_reading, per_scrape, label_set{{"hostname", "n"}}, backend_meta{}, 5.0);
     m.fill(snap);
-    m.fill_live(snap, now, serving_stats{3, 0.0012});
+    m.fill_live(snap, now, serving_stats{3, 0.0012, web_config_ok});
     return per_reading.text() + per_scrape.text();
   };
   sampler_snapshot snap;
@@ -219,6 +220,12 @@ TEST(SelfMetrics, UpOnlyWithFreshReadingsAndNoLostGpu) {
   EXPECT_TRUE(has(t, "joules_sampler_ticks_total{hostname=\"n\"} 17\n"));
   EXPECT_TRUE(has(t, "joules_reading_age_seconds{hostname=\"n\"} 1\n"));
   EXPECT_TRUE(has(t, "joules_build_info{hostname=\"n\",version=\"" JOULES_VERSION "\""));
+  // serve --web-config-file only: whether the file's last reading was good.
+  EXPECT_FALSE(has(t, "joules_web_config_last_reload_successful"));
+  EXPECT_TRUE(
+      has(text(&snap, t0, true), "joules_web_config_last_reload_successful{hostname=\"n\"} 1\n"));
+  EXPECT_TRUE(
+      has(text(&snap, t0, false), "joules_web_config_last_reload_successful{hostname=\"n\"} 0\n"));
   EXPECT_TRUE(has(text(&snap, t0 + std::chrono::seconds(6)), "joules_up{hostname=\"n\"} 0\n"));
   EXPECT_TRUE(has(text(nullptr, t0), "joules_up{hostname=\"n\"} 0\n"));
   snap.devices[1].lost = true;

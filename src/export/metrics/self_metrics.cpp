@@ -36,6 +36,11 @@ self_metrics::self_metrics(exposition& per_reading, exposition& per_scrape, cons
   age_ = &per_scrape.add_family("joules_reading_age_seconds",
                                 "Age of the latest readings at this scrape, in seconds.",
                                 metric_type::gauge);
+  web_config_ok_ = &per_scrape.add_family(
+      "joules_web_config_last_reload_successful",
+      "1 when the last reading of --web-config-file (at start, or since when it changed or at "
+      "SIGHUP) was good; 0 when it was not, and the last good configuration is still served.",
+      metric_type::gauge);
 }
 
 void self_metrics::fill(const sampler_snapshot* snap) {
@@ -56,6 +61,7 @@ void self_metrics::fill_live(const sampler_snapshot* snap, mono_time now,
   up_->add(base_, up ? 1.0 : 0.0);
   if (stats.scrapes > 0) scrapes_->add(base_, static_cast<double>(stats.scrapes));
   scrape_duration_->add_if_known(base_, stats.last_scrape_seconds);
+  if (stats.web_config_ok) web_config_ok_->add(base_, *stats.web_config_ok ? 1.0 : 0.0);
 }
 
 }  // namespace joules::exporter

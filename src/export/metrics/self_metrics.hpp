@@ -24,6 +24,8 @@ namespace joules::exporter {
 struct serving_stats {
   std::uint64_t scrapes = 0;                  // including the one being served
   std::optional<double> last_scrape_seconds;  // the previous scrape's time to make its response
+  // serve --web-config-file: whether the file's last reading was good (none without the file).
+  std::optional<bool> web_config_ok;
 };
 
 class self_metrics {
@@ -47,6 +49,7 @@ class self_metrics {
   metric_family* scrape_duration_;
   metric_family* ticks_;
   metric_family* age_;
+  metric_family* web_config_ok_;
 };
 
 }  // namespace joules::exporter

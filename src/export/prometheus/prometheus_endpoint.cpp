@@ -1,12 +1,13 @@
 #include "export/prometheus/prometheus_endpoint.hpp"
 
 #include "export/metrics/text_format.hpp"
+#include "http/web_config_reload.hpp"
 
 namespace joules::exporter {
 
 prometheus_endpoint::prometheus_endpoint(const http_server_options& options,
                                          const source_factory& source, const label_set& base)
-    : source_(source(per_state_, per_scrape_, base)) {
+    : source_(source(per_state_, per_scrape_, base)), web_config_(options.web_config) {
   server_ = std::make_unique<http_server>(
       options, [this](std::string& tail, const metrics_request& r) { return write(tail, r); });
 }
@@ -45,7 +46,9 @@ metrics_body prometheus_endpoint::write(std::string& tail, const metrics_request
     ++renders_;
   }
   per_scrape_.clear_samples();
-  source_->fill_live(begin, serving_stats{scrapes_, last_scrape_s_});
+  serving_stats stats{scrapes_, last_scrape_s_, std::nullopt};
+  if (web_config_) stats.web_config_ok = web_config_->last_reload_successful();
+  source_->fill_live(begin, stats);
   metrics_body out;
   out.content_type = kTextFormatContentType;
   if (request.gzip) {

@@ -39,6 +39,8 @@ class prometheus_endpoint {
 
   void start();
   void stop();
+  // The web configuration file of the options, read again now (http_server::reload_web_config).
+  void reload_web_config() { server_->reload_web_config(); }
   const listen_address& address() const { return server_->address(); }
   http_server_stats stats() const { return server_->stats(); }
   // Times the per-state families were rendered (for tests: at most once per state).
@@ -50,6 +52,7 @@ class prometheus_endpoint {
   exposition per_state_;
   exposition per_scrape_;
   std::unique_ptr<metric_source> source_;
+  std::shared_ptr<const web_config_reloader> web_config_;  // of the options, or null
   // Written and read by the server thread only.
   std::shared_ptr<const std::string> rendered_;
   std::shared_ptr<const gzip_prefix> gzipped_;  // of rendered_, made on demand
