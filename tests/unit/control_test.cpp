@@ -28,7 +28,8 @@ journal_entry entry(const std::string& uuid, std::uint32_t mw) {
   e.command = "tune";
   e.started = "2026-11-25T10:00:00.000000Z";
   e.boot_id = "b7c1";
-  e.nvml_library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+  e.backend = "nvml";
+  e.library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
   return e;
 }
 
@@ -42,7 +43,8 @@ TEST(Journal, FormatAndParseRoundTripAndAPartOfOneIsNotAJournal) {
   EXPECT_EQ(back->index, 3U);
   EXPECT_EQ(back->pid, 4242);
   EXPECT_EQ(back->name, e.name);
-  EXPECT_EQ(back->nvml_library, e.nvml_library);
+  EXPECT_EQ(back->backend, e.backend);
+  EXPECT_EQ(back->library, e.library);
   // Every prefix short of the whole text is refused: a half-written journal is never taken.
   for (std::size_t n = 0; n + 1 < text.size(); ++n)
     EXPECT_FALSE(parse_journal(text.substr(0, n))) << n;
@@ -85,10 +87,10 @@ TEST(Journal, AClaimRefusesAGpuAnotherHoldsAndNamesIt) {
   g.uuid = "GPU-x";
   g.index = 5;
   g.original_mw = 700000;
-  gpu_claim first({g}, "tune", "/lib/nvml.so", dir);
+  gpu_claim first({g}, "tune", dir);
   first.write_journal();
   try {
-    gpu_claim second({g}, "sweep", "/lib/nvml.so", dir);
+    gpu_claim second({g}, "sweep", dir);
     FAIL() << "a second claim of GPU 5 was granted";
   } catch (const fatal_error& e) {
     const std::string what = e.what();
