@@ -155,6 +155,20 @@ def test_a_gpu_whose_limit_cannot_be_changed(tmp, vendor):
     assert records[-1]["tune"]["status"] == "unavailable" and journals(env) == []
 
 
+def test_level_zero_without_the_ext_calls_uses_the_older_ones(tmp):
+    # A driver that answers zesPowerGetLimitsExt with UNSUPPORTED_FEATURE: zesPowerGetLimits and
+    # zesPowerSetLimits set the sustained limit instead, with the same results.
+    env = vendor_env(tmp, "levelzero", [device("tradeoff", ext=False)])
+    step_s = 0.05
+    r = joules("sweep", "--limits", "600,300", "--steps", "6", "--warmup-steps", "2", "--json",
+               "--no-inline", "--", *trainer(env, 1000, step_s * 1000), env=env, timeout=300)
+    assert r.returncode == 0, r.stderr
+    for p in json.loads(r.stdout.splitlines()[-1])["points"]:
+        want_e, _ = curves.point("tradeoff", p["limit_w"], step_s)
+        assert p["energy_per_step_j"] == pytest.approx(want_e, rel=0.06), p
+    assert limits(env) == {FAKE_UUID["levelzero"]: ORIGINAL_MW} and journals(env) == []
+
+
 def kill_during_profiling(tmp, env):
     """Starts joules tune, SIGKILLs it once a limit is changed, ends its trainer; the journals
     it left."""

@@ -51,6 +51,27 @@ TEST(Journal, FormatAndParseRoundTripAndAPartOfOneIsNotAJournal) {
   EXPECT_FALSE(parse_journal("something else\nend\n"));
 }
 
+TEST(Journal, EachVendorsBackendAndLibraryAndTheJournalsOfEarlierJoules) {
+  journal_entry amd = entry("GPU-4b8ab6c15fd9e300", 500000);
+  amd.backend = "rocm_smi";
+  amd.library = "/opt/rocm/lib/librocm_smi64.so";
+  const std::string text = format_journal(amd);
+  // Only NVIDIA's journals carry the key a joules that knew only NVML reads.
+  EXPECT_EQ(text.find("nvml_library"), std::string::npos) << text;
+  const auto back = parse_journal(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->backend, "rocm_smi");
+  EXPECT_EQ(back->library, amd.library);
+  EXPECT_NE(format_journal(entry("GPU-0000", 1)).find("nvml_library /usr/lib"), std::string::npos);
+  // A journal written before joules knew other vendors: NVML's, through its nvml_library.
+  const auto old = parse_journal(
+      "joules-power-limit-journal 1\nuuid GPU-1\noriginal_mw 700000\nnvml_library /x/nvml.so\n"
+      "end\n");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->backend, "nvml");
+  EXPECT_EQ(old->library, "/x/nvml.so");
+}
+
 TEST(Journal, WriteReadRemoveAndLocks) {
   const fs::path dir =
       fs::temp_directory_path() / ("joules-journal-test-" + std::to_string(getpid()));
