@@ -52,6 +52,12 @@ struct mig_instance_reading {
   unsigned compute_instance = 0;  // nvmlDeviceGetComputeInstanceId
   std::optional<std::uint64_t> memory_total_bytes;
   std::optional<std::uint64_t> memory_used_bytes;
+  // GPM of its GPU instance (nvmlGpmMigSampleGet, Hopper and newer), 0-100: the compute
+  // instances of one GPU instance show the same figures.
+  std::optional<double> sm_activity_percent;
+  std::optional<double> sm_occupancy_percent;
+  std::optional<double> tensor_activity_percent;
+  std::optional<double> dram_bandwidth_percent;
 };
 
 // How many XID errors of one number a GPU reported (docs/xid.md).

@@ -195,6 +195,11 @@ void live_model::wait_for_health() const {
   }
 }
 
+bool live_model::has_health_rounds(std::uint64_t rounds) const {
+  const auto snap = readings_.snapshot();
+  return snap && snap->health_rounds >= rounds;
+}
+
 // Power of a device that reports only energy (RAPL's CPU and DRAM counters): the energy between
 // the newest reading and the last one at least kCounterPowerSpanS before it (else the oldest),
 // over the time between them.

@@ -42,6 +42,9 @@ class live_model {
 
   // Waits (at most 2 s) until every device has its first health reading.
   void wait_for_health() const;
+  // Whether every device's health has been read `rounds` times (a rate, such as Level Zero's
+  // utilisation, needs two readings).
+  bool has_health_rounds(std::uint64_t rounds) const;
 
  private:
   std::optional<double> counter_power(std::size_t k);

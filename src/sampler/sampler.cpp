@@ -509,6 +509,7 @@ void sampler::read_health() {
     if (abandoned_) return;
     for (std::size_t k = 0; k < devices_.size(); ++k)
       last_health_[k] = std::move(h[k]);
+    ++health_rounds_;
   }
   publish(now());
 }
@@ -520,6 +521,7 @@ void sampler::publish(mono_time taken) {
   snap->devices.resize(devices_.size());
   {
     std::lock_guard lock(mu_);
+    snap->health_rounds = health_rounds_;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       auto& d = snap->devices[k];

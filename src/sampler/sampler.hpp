@@ -62,6 +62,7 @@ struct sampler_options {
 struct sampler_snapshot {
   mono_time taken{};
   std::uint64_t ticks = 0;
+  std::uint64_t health_rounds = 0;  // health readings of every device taken so far
   struct device {
     std::optional<double> power_w;
     std::optional<double> energy_j;           // since the sampler's first reading
@@ -240,6 +241,7 @@ class sampler {
   std::vector<std::optional<std::uint64_t>> last_counter_mj_;  // guarded by mu_
   std::vector<std::optional<std::uint64_t>> last_counter_uj_;  // guarded by mu_
   std::vector<std::optional<health_reading>> last_health_;     // guarded by mu_
+  std::uint64_t health_rounds_ = 0;                            // guarded by mu_
   mono_time next_health_{};
 
   std::jthread thread_;

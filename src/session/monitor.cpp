@@ -31,6 +31,8 @@ namespace {
 constexpr std::chrono::milliseconds kFrameLag{40};
 // How long quitting waits for the sampler thread; one stuck in a driver call is left behind.
 constexpr std::chrono::milliseconds kStopGrace{300};
+// How long `--once` waits beyond its interval for the second health readings.
+constexpr std::chrono::seconds kOnceHealthWait{2};
 
 enum class output_mode { screen, plain, json };
 
@@ -98,6 +100,13 @@ int show_once(monitor::event_source& events, frame_source& state, output_mode mo
   const auto lag = std::min(kFrameLag, interval / 4);
   const auto ev = events.wait(steady::now() + interval + lag);
   if (ev.what == monitor::event_source::kind::signal) return 128 + ev.signal;
+  // The snapshot has the second health readings, which rates (Level Zero's utilisation) need
+  // and which a loaded machine may bring later than one interval.
+  const mono_time until = steady::now() + kOnceHealthWait;
+  while (!state.state.has_health_rounds(2) && steady::now() < until) {
+    const auto more = events.wait(steady::now() + std::chrono::milliseconds(5));
+    if (more.what == monitor::event_source::kind::signal) return 128 + more.signal;
+  }
   const auto& m = state.update();
   std::string out;
   if (mode == output_mode::screen) {

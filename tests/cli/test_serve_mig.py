@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from conftest import fake_gpus, joules
+from conftest import fake_gpus, joules, wait_for
 from exporter_util import one, parse, serve, series
 from schema_check import validate
 
@@ -69,6 +69,43 @@ def test_serve_writes_each_mig_device_and_the_energy_once_per_gpu(procs):
     assert fb == {None: (None, fb[None][1]), "1": ("3g.40gb", 3072), "2": ("1g.10gb", 512)}
     assert one(m, "DCGM_FI_DEV_FB_FREE", UUID=GPU0, GPU_I_ID="2") == 9728
     assert not series(m, "DCGM_FI_DEV_FB_USED", UUID=GPU1, GPU_I_ID="1")
+    rc, _, err = p.stop(signal.SIGTERM)
+    assert rc == 0, err
+
+
+def test_serve_writes_the_gpm_metrics_of_each_gpu_instance_once(procs):
+    # GPM per GPU instance (nvmlGpmMigSampleGet): GPU instance 1 busy, 2 with SM activity only.
+    # The figures need two samples 100 ms apart, then stand for the GPU instance, not for each
+    # of its compute instances.
+    scn = mig_scenario()
+    devices = scn["devices"][0]["mig"]["devices"]
+    devices[0].update(sm_util_percent=62.5, sm_occupancy_percent=40, tensor_util_percent=25,
+                      dram_bw_util_percent=12.5)
+    devices[2].update(sm_util_percent=5)
+    env, _ = fake_gpus(scn)
+    p = serve("--dcgm-compat", "--interval", "100", env=env)
+    procs.append(p)
+    scraped = {}
+
+    def read():
+        scraped["m"] = parse(p.scrape())
+        return len(series(scraped["m"], "joules_gpu_mig_sm_active_ratio")) == 2
+
+    assert wait_for(read, timeout=10.0, step=0.05)
+    m = scraped["m"]
+    gi1 = {"gpu": "0", "gpu_instance": "1", "mig_profile": "3g.40gb"}
+    assert one(m, "joules_gpu_mig_sm_active_ratio", **gi1) == 0.625
+    assert one(m, "joules_gpu_mig_sm_occupancy_ratio", **gi1) == 0.4
+    assert one(m, "joules_gpu_mig_tensor_active_ratio", **gi1) == 0.25
+    assert one(m, "joules_gpu_mig_dram_active_ratio", **gi1) == 0.125
+    assert all("compute_instance" not in l for l, _ in series(m, "joules_gpu_mig_sm_active_ratio"))
+    assert one(m, "joules_gpu_mig_sm_active_ratio", gpu="0", gpu_instance="2") == 0.05
+    assert not series(m, "joules_gpu_mig_tensor_active_ratio", gpu_instance="2")
+    assert not series(m, "joules_gpu_mig_sm_active_ratio", gpu="1")
+    # dcgm-exporter's names, per GPU instance with GPU_I_ID and GPU_I_PROFILE.
+    assert one(m, "DCGM_FI_PROF_SM_ACTIVE", UUID=GPU0, GPU_I_ID="1", GPU_I_PROFILE="3g.40gb") == 0.625
+    assert one(m, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE", UUID=GPU0, GPU_I_ID="1") == 0.25
+    assert one(m, "DCGM_FI_PROF_SM_ACTIVE", UUID=GPU0, GPU_I_ID="2") == 0.05
     rc, _, err = p.stop(signal.SIGTERM)
     assert rc == 0, err
 

@@ -131,3 +131,37 @@ def test_doctor_on_a_node_of_two_vendors_lists_both_libraries():
     assert rep["backend"]["name"] == "nvml+amdsmi"
     assert [x["name"] for x in rep["backend"]["libraries"]] == ["nvml", "amdsmi"]
     assert [(g["vendor"], g["index"]) for g in rep["gpus"]] == [("nvidia", 0), ("amd", 0)]
+
+
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_a_gpu_lost_before_the_start_is_lost_in_monitor_serve_and_doctor(procs, vendor):
+    # GPU 1 answers every call with its vendor's "not found" / "device lost" from before joules
+    # starts: it is listed from the first moment, lost, as on NVIDIA's.
+    make_env, device = VENDORS[vendor]
+    env, _ = make_env({"devices": [device(), device(faults=[{"at_s": 0, "kind": "lost"}])]})
+    r = joules("monitor", "--json", "--interval", "100", "--once", env=env)
+    assert r.returncode == 0, r.stderr
+    sample = json.loads(r.stdout.splitlines()[-1])
+    assert [d["index"] for d in sample["devices"]] == [0, 1]
+    assert sample["node"]["lost_gpus"] == [1]
+    ok, lost = sample["devices"]
+    assert not ok["lost"] and ok["energy_j"] is not None
+    assert lost["lost"] and lost["energy_j"] is None and lost["vendor"] == vendor
+    assert [f["code"] for f in lost["findings"]] == ["gpu_lost"]
+
+    p = serve("--interval", "100", env=env)
+    procs.append(p)
+    m = parse(p.scrape())
+    assert one(m, "joules_gpu_lost", gpu="0", vendor=vendor) == 0
+    assert one(m, "joules_gpu_lost", gpu="1", vendor=vendor) == 1
+    assert series(m, "joules_gpu_energy_joules_total", gpu="1") == []
+    assert one(m, "joules_up") == 0
+    rc, _, err = p.stop(signal.SIGTERM)
+    assert rc == 0, err
+
+    r = joules("doctor", "--json", env=env)
+    assert r.returncode == 2, r.stdout
+    rep = json.loads(r.stdout)
+    assert [(g["index"], g["lost"]) for g in rep["gpus"]] == [(0, False), (1, True)]
+    (finding,) = [f for f in rep["findings"] if f["code"] == "gpu_lost"]
+    assert finding["gpu"] == 1 and finding["severity"] == "critical"

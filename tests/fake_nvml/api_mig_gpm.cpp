@@ -3,6 +3,7 @@
 // whole GPU's (docs/nvml-notes.md §9.3).
 
 #include <new>
+#include <optional>
 
 #include "api_util.hpp"
 #include "nvml_exports.hpp"
@@ -20,9 +21,34 @@ using mig = fake_nvml::device_call::mig_policy;
 struct gpm_sample {
   static constexpr unsigned int kMagic = 0x67706D31U;  // "gpm1"
   unsigned int magic = kMagic;
-  const fake_nvml::device* gpu = nullptr;  // null until nvmlGpmSampleGet
+  const fake_nvml::device* gpu = nullptr;      // null until nvmlGpmSampleGet
+  const fake_nvml::mig_device* mig = nullptr;  // a GPU instance's sample (nvmlGpmMigSampleGet)
   double t = 0.0;
 };
+
+// A GPU instance's metrics: those its scenario entry gives.
+bool mig_metric_value(const fake_nvml::mig_device& m, unsigned int id, double& value) {
+  const std::optional<double>* from = nullptr;
+  switch (id) {
+    case kGpmMetricSmUtil:
+      from = &m.sm_util_percent;
+      break;
+    case kGpmMetricSmOccupancy:
+      from = &m.sm_occupancy_percent;
+      break;
+    case kGpmMetricAnyTensorUtil:
+      from = &m.tensor_util_percent;
+      break;
+    case kGpmMetricDramBwUtil:
+      from = &m.dram_bw_util_percent;
+      break;
+    default:
+      return false;
+  }
+  if (!*from) return false;
+  value = **from;
+  return true;
+}
 
 gpm_sample* sample_of(nvmlGpmSample_t s) {
   auto* sample = reinterpret_cast<gpm_sample*>(s);
@@ -173,6 +199,7 @@ extern "C" nvmlReturn_t nvmlGpmSampleGet(nvmlDevice_t device, nvmlGpmSample_t gp
   if (sample == nullptr) return kErrorInvalidArgument;
   if (!gpm_supported(call.gpu())) return kErrorNotSupported;
   sample->gpu = &call.gpu();
+  sample->mig = nullptr;
   sample->t = call.t();
   return kSuccess;
 }
@@ -189,6 +216,7 @@ extern "C" nvmlReturn_t nvmlGpmMigSampleGet(nvmlDevice_t device, unsigned int gp
   for (std::size_t i = d.mig_first; i < d.mig_first + d.mig_count; ++i) {
     if (s.migs[i].gpu_instance_id != gpuInstanceId) continue;
     sample->gpu = &d;
+    sample->mig = &s.migs[i];
     sample->t = call.t();
     return kSuccess;
   }
@@ -203,15 +231,16 @@ extern "C" nvmlReturn_t nvmlGpmMetricsGet(nvmlGpmMetricsGet_t* metricsGet) {
   const gpm_sample* first = sample_of(metricsGet->sample1);
   const gpm_sample* second = sample_of(metricsGet->sample2);
   if (first == nullptr || second == nullptr || first->gpu == nullptr || second->gpu != first->gpu ||
-      metricsGet->numMetrics > kGpmMetricMax) {
+      second->mig != first->mig || metricsGet->numMetrics > kGpmMetricMax) {
     return kErrorInvalidArgument;
   }
   for (unsigned int i = 0; i < metricsGet->numMetrics; ++i) {
     nvmlGpmMetric_t& m = metricsGet->metrics[i];
     m.metricInfo = {nullptr, nullptr, nullptr};
-    m.nvmlReturn = metric_value(second->gpu->health_at(second->t), m.metricId, m.value)
-                       ? kSuccess
-                       : kErrorNotSupported;
+    const bool known = second->mig != nullptr
+                           ? mig_metric_value(*second->mig, m.metricId, m.value)
+                           : metric_value(second->gpu->health_at(second->t), m.metricId, m.value);
+    m.nvmlReturn = known ? kSuccess : kErrorNotSupported;
   }
   return kSuccess;
 }

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -71,6 +72,11 @@ struct mig_device {
   // In use besides its processes' memory (contexts, the instance's own reservations).
   unsigned long long memory_used_bytes = 0;
   std::vector<process> processes;  // ids filled in from the instance
+  // GPM of its GPU instance (nvmlGpmMigSampleGet), percent; unset: NOT_SUPPORTED for that metric.
+  std::optional<double> sm_util_percent;
+  std::optional<double> sm_occupancy_percent;
+  std::optional<double> tensor_util_percent;
+  std::optional<double> dram_bw_util_percent;
 };
 
 // What a device's health and process lists become from `at_s` on (a `changes` entry, README

@@ -150,6 +150,12 @@ void parse_mig(json_fields& dev, device& d, scenario& s) {
       mig.memory_used_bytes = m.unsigned_integer("memory_used_bytes", 0);
       if (mig.memory_used_bytes > mig.memory_total_bytes)
         m.fail("memory_used_bytes", "is more than memory_total_bytes");
+      for (auto [key, value] : {std::pair{"sm_util_percent", &mig.sm_util_percent},
+                                {"sm_occupancy_percent", &mig.sm_occupancy_percent},
+                                {"tensor_util_percent", &mig.tensor_util_percent},
+                                {"dram_bw_util_percent", &mig.dram_bw_util_percent}}) {
+        if (m.has(key)) *value = m.non_negative(key, 0.0);
+      }
       mig.processes = parse_processes(m, "processes");
       for (process& p : mig.processes) {
         p.gpu_instance_id = mig.gpu_instance_id;

@@ -2,6 +2,7 @@
 // conservation, and the live snapshot.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <numeric>
 #include <vector>
 
@@ -146,6 +147,32 @@ TEST(SamplerWindows, TheSnapshotIsPublishedAfterEveryRound) {
   EXPECT_EQ(second->ticks, first->ticks + 1);
   EXPECT_EQ(second->taken, at(0.604));
   EXPECT_EQ(second->devices[0].counter_mj, 5'000'000U + 161'250U);
+}
+
+TEST(SamplerWindows, TheSnapshotCountsTheRoundsOfHealthReadings) {
+  // Health every 200 ms: a round at the start, then one at 0.2, 0.4 and 0.6 s.  A rate of two
+  // readings (Level Zero's utilisation) is known from the second round on (monitor --once).
+  sampler_options o;
+  o.health_interval = std::chrono::milliseconds(200);
+  sampler_harness h({stepped_gpu(0, 0.0, 0.0)}, o);
+  h.start();
+  h.run_until(0.1);
+  const auto first = h.sampler().snapshot();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->health_rounds, 1U);
+  EXPECT_TRUE(first->devices[0].health);
+  h.run_until(0.65);
+  EXPECT_EQ(h.sampler().snapshot()->health_rounds, 4U);
+}
+
+TEST(SamplerWindows, WithoutHealthReadingsTheSnapshotCountsNoRound) {
+  sampler_harness h({stepped_gpu(0, 0.0, 0.0)});
+  h.start();
+  h.run_until(0.35);
+  const auto snap = h.sampler().snapshot();
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->health_rounds, 0U);
+  EXPECT_FALSE(snap->devices[0].health);
 }
 
 }  // namespace

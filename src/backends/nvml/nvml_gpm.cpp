@@ -24,7 +24,8 @@ void gpm_reader::probe() {
   supported_ = false;
   const bool present = fn_.nvmlGpmQueryDeviceSupport != nullptr &&
                        fn_.nvmlGpmSampleAlloc != nullptr && fn_.nvmlGpmSampleFree != nullptr &&
-                       fn_.nvmlGpmSampleGet != nullptr && fn_.nvmlGpmMetricsGet != nullptr;
+                       fn_.nvmlGpmSampleGet != nullptr && fn_.nvmlGpmMetricsGet != nullptr &&
+                       (!gpu_instance_ || fn_.nvmlGpmMigSampleGet != nullptr);
   if (!present) return;
   nvmlGpmSupport_t support{};
   support.version = kGpmSupportVersion;  // a plain 1: GPM structs are not size-versioned
@@ -45,7 +46,10 @@ void gpm_reader::read(health_reading& h) {
   const mono_time now = steady::now();
   if (!taken_ || now - *taken_ >= kMinGap) {
     const std::size_t next = taken_ ? 1 - newest_ : newest_;
-    if (fn_.nvmlGpmSampleGet(device_, samples_[next]) == kSuccess) {
+    const nvmlReturn_t got = gpu_instance_
+                                 ? fn_.nvmlGpmMigSampleGet(device_, *gpu_instance_, samples_[next])
+                                 : fn_.nvmlGpmSampleGet(device_, samples_[next]);
+    if (got == kSuccess) {
       if (taken_) {
         nvmlGpmMetricsGet_t& req = *request_;
         constexpr auto n = static_cast<unsigned>(std::size(kGpmRequested));

@@ -4,6 +4,9 @@
 // between two samples taken at least 100 ms apart; between two computations the last results are
 // kept, so the first reading of a device has none.  Support is probed once, at the first read().
 //
+// The same metrics of one GPU instance of a GPU in MIG mode come from nvmlGpmMigSampleGet on the
+// GPU's handle with the instance's id (`gpu_instance`).
+//
 // Not thread-safe: owned and called by the sampler thread only.
 
 #include <array>
@@ -18,7 +21,9 @@ namespace joules::nvml {
 
 class gpm_reader {
  public:
-  gpm_reader(const entry_points& fn, nvmlDevice_t device) : fn_(fn), device_(device) {}
+  gpm_reader(const entry_points& fn, nvmlDevice_t device,
+             std::optional<unsigned> gpu_instance = std::nullopt)
+      : fn_(fn), device_(device), gpu_instance_(gpu_instance) {}
   ~gpm_reader();
   gpm_reader(const gpm_reader&) = delete;
   gpm_reader& operator=(const gpm_reader&) = delete;
@@ -33,6 +38,7 @@ class gpm_reader {
 
   const entry_points& fn_;
   nvmlDevice_t device_;
+  std::optional<unsigned> gpu_instance_;
   std::optional<bool> supported_;
   // Two samples, alternately the older and the newer.
   std::array<nvmlGpmSample_t, 2> samples_{};

@@ -1,6 +1,8 @@
 #include "backends/nvml/nvml_mig.hpp"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 namespace joules::nvml {
 namespace {
@@ -24,11 +26,35 @@ void mig_reader::read(health_reading& h, bool slow) {
   if (!read_once_ || slow) read_layout();
   if (off_) return;
   h.mig_enabled = enabled_;
+  read_gpm();
   h.mig_instances.clear();
   h.mig_instances.reserve(instances_.size());
   for (instance& m : instances_) {
     read_memory(m);
     h.mig_instances.push_back(m.info);
+  }
+}
+
+void mig_reader::read_gpm() {
+  // Readers of GPU instances gone from the layout go with them.
+  std::erase_if(gpm_, [this](const auto& entry) {
+    return std::none_of(instances_.begin(), instances_.end(),
+                        [&](const instance& m) { return m.info.gpu_instance == entry.first; });
+  });
+  std::map<unsigned, health_reading> read;
+  for (instance& m : instances_) {
+    const unsigned gi = m.info.gpu_instance;
+    auto it = read.find(gi);
+    if (it == read.end()) {
+      auto& reader = gpm_[gi];
+      if (!reader) reader = std::make_unique<gpm_reader>(fn_, device_, gi);
+      it = read.emplace(gi, health_reading{}).first;
+      reader->read(it->second);
+    }
+    m.info.sm_activity_percent = it->second.sm_activity_percent;
+    m.info.sm_occupancy_percent = it->second.sm_occupancy_percent;
+    m.info.tensor_activity_percent = it->second.tensor_activity_percent;
+    m.info.dram_bandwidth_percent = it->second.dram_bandwidth_percent;
   }
 }
 

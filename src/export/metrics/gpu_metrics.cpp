@@ -212,6 +212,12 @@ constexpr std::size_t kDcgmFbFree = index_of(kDcgm, "DCGM_FI_DEV_FB_FREE");
 constexpr std::size_t kDcgmFbUsed = index_of(kDcgm, "DCGM_FI_DEV_FB_USED");
 static_assert(kDcgm[kDcgmFbFree].name == "DCGM_FI_DEV_FB_FREE");
 static_assert(kDcgm[kDcgmFbUsed].name == "DCGM_FI_DEV_FB_USED");
+constexpr std::size_t kDcgmSmActive = index_of(kDcgm, "DCGM_FI_PROF_SM_ACTIVE");
+constexpr std::size_t kDcgmSmOccupancy = index_of(kDcgm, "DCGM_FI_PROF_SM_OCCUPANCY");
+constexpr std::size_t kDcgmTensorActive = index_of(kDcgm, "DCGM_FI_PROF_PIPE_TENSOR_ACTIVE");
+constexpr std::size_t kDcgmDramActive = index_of(kDcgm, "DCGM_FI_PROF_DRAM_ACTIVE");
+static_assert(kDcgmSmActive < kDcgm.size() && kDcgmSmOccupancy < kDcgm.size() &&
+              kDcgmTensorActive < kDcgm.size() && kDcgmDramActive < kDcgm.size());
 // dcgm-exporter writes GPU_I_PROFILE and GPU_I_ID after its first five labels (gpu, UUID,
 // pci_bus_id, device, modelName; docs/nvml-notes.md §10.2).
 constexpr std::size_t kDcgmMigLabelsAt = 5;
@@ -321,8 +327,12 @@ gpu_metrics::gpu_metrics(exposition& e, std::vector<device_info> devices, const 
     for (const auto& m : kDcgm)
       dcgm_.push_back(&e.add_family(m.name, m.help, m.type, naming::compat));
   }
-  mig_.emplace(e, dcgm_compat ? dcgm_[kDcgmFbUsed] : nullptr,
-               dcgm_compat ? dcgm_[kDcgmFbFree] : nullptr);
+  dcgm_mig_families dcgm_mig;
+  if (dcgm_compat) {
+    dcgm_mig = {dcgm_[kDcgmFbUsed],      dcgm_[kDcgmFbFree],       dcgm_[kDcgmSmActive],
+                dcgm_[kDcgmSmOccupancy], dcgm_[kDcgmTensorActive], dcgm_[kDcgmDramActive]};
+  }
+  mig_.emplace(e, dcgm_mig);
 
   pod_info_ = &e.add_family("joules_gpu_pod_info",
                             "A container that holds the GPU or one of its MIG devices "

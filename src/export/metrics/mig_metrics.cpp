@@ -13,8 +13,7 @@ label_set mig_labels_of(const label_set& gpu_labels, const mig_instance_reading&
       .with("mig_profile", m.profile);
 }
 
-mig_metrics::mig_metrics(exposition& e, metric_family* fb_used, metric_family* fb_free)
-    : fb_used_(fb_used), fb_free_(fb_free) {
+mig_metrics::mig_metrics(exposition& e, const dcgm_mig_families& dcgm) : dcgm_(dcgm) {
   mode_ = &e.add_family("joules_gpu_mig_mode",
                         "1 when the GPU is in MIG mode, 0 when it is not (MIG-capable GPUs only).",
                         metric_type::gauge);
@@ -32,12 +31,36 @@ mig_metrics::mig_metrics(exposition& e, metric_family* fb_used, metric_family* f
                          metric_type::gauge);
   used_ = &e.add_family("joules_gpu_mig_memory_used_bytes",
                         "Memory of the MIG device in use, in bytes.", metric_type::gauge);
+  sm_active_ = &e.add_family("joules_gpu_mig_sm_active_ratio",
+                             "GPM of a GPU instance: share of cycles an SM had at least one warp "
+                             "(0-1; Hopper and newer), by gpu_instance.",
+                             metric_type::gauge);
+  sm_occupancy_ = &e.add_family("joules_gpu_mig_sm_occupancy_ratio",
+                                "GPM of a GPU instance: resident warps over the maximum (0-1; "
+                                "Hopper and newer), by gpu_instance.",
+                                metric_type::gauge);
+  tensor_active_ = &e.add_family("joules_gpu_mig_tensor_active_ratio",
+                                 "GPM of a GPU instance: share of cycles a tensor pipe was active "
+                                 "(0-1; Hopper and newer), by gpu_instance.",
+                                 metric_type::gauge);
+  dram_active_ = &e.add_family("joules_gpu_mig_dram_active_ratio",
+                               "GPM of a GPU instance: share of cycles device memory was busy "
+                               "(0-1; Hopper and newer), by gpu_instance.",
+                               metric_type::gauge);
 }
 
 namespace {
 
 std::optional<double> mig_bytes(const std::optional<std::uint64_t>& v) {
   return v ? std::optional(static_cast<double>(*v)) : std::nullopt;
+}
+
+std::optional<double> mig_ratio(const std::optional<double>& percent) {
+  return percent ? std::optional(*percent / 100.0) : std::nullopt;
+}
+
+void add_mig_ratio(metric_family* f, const label_set& l, const std::optional<double>& percent) {
+  if (f != nullptr) f->add_if_known(l, mig_ratio(percent));
 }
 
 // dcgm-exporter's labels of an instance: the GPU's, with GPU_I_PROFILE and GPU_I_ID after the
@@ -98,21 +121,34 @@ void mig_metrics::fill(const health_reading& h, const label_set& gpu_labels, con
     info_->add_info(l.with("mig_uuid", m.uuid));
     total_->add_if_known(l, mig_bytes(m.memory_total_bytes));
     used_->add_if_known(l, mig_bytes(m.memory_used_bytes));
-    // Memory belongs to the GPU instance, which dcgm-exporter labels by GPU_I_ID alone: once
-    // per GPU instance, from its first compute instance.
-    if (dcgm.empty() || fb_used_ == nullptr || fb_free_ == nullptr) continue;
+    // Memory and GPM belong to the GPU instance, which dcgm-exporter labels by GPU_I_ID alone:
+    // once per GPU instance, from its first compute instance.
     if (std::find(seen_gpu_instances.begin(), seen_gpu_instances.end(), m.gpu_instance) !=
         seen_gpu_instances.end()) {
       continue;
     }
     seen_gpu_instances.push_back(m.gpu_instance);
+    const label_set gi = with_pod(gpu_labels.with("gpu_instance", std::to_string(m.gpu_instance))
+                                      .with("mig_profile", m.profile),
+                                  owner);
+    add_mig_ratio(sm_active_, gi, m.sm_activity_percent);
+    add_mig_ratio(sm_occupancy_, gi, m.sm_occupancy_percent);
+    add_mig_ratio(tensor_active_, gi, m.tensor_activity_percent);
+    add_mig_ratio(dram_active_, gi, m.dram_bandwidth_percent);
+    if (dcgm.empty()) continue;
     const label_set d = with_pod(dcgm_mig_labels(dcgm, dcgm_at, m), owner);
+    add_mig_ratio(dcgm_.sm_active, d, m.sm_activity_percent);
+    add_mig_ratio(dcgm_.sm_occupancy, d, m.sm_occupancy_percent);
+    add_mig_ratio(dcgm_.tensor_active, d, m.tensor_activity_percent);
+    add_mig_ratio(dcgm_.dram_active, d, m.dram_bandwidth_percent);
+    if (dcgm_.fb_used == nullptr || dcgm_.fb_free == nullptr) continue;
     constexpr double kMiB = 1.0 / 1048576.0;
-    if (m.memory_used_bytes) fb_used_->add(d, static_cast<double>(*m.memory_used_bytes) * kMiB);
+    if (m.memory_used_bytes)
+      dcgm_.fb_used->add(d, static_cast<double>(*m.memory_used_bytes) * kMiB);
     if (m.memory_total_bytes && m.memory_used_bytes) {
       const double total = static_cast<double>(*m.memory_total_bytes);
       const double used = static_cast<double>(*m.memory_used_bytes);
-      fb_free_->add(d, (total > used ? total - used : 0.0) * kMiB);
+      dcgm_.fb_free->add(d, (total > used ? total - used : 0.0) * kMiB);
     }
   }
   instances_->add(gpu_labels, static_cast<double>(seen.size()));

@@ -25,11 +25,21 @@ namespace joules::exporter {
 // included) then gpu_instance, compute_instance, mig_profile.
 label_set mig_labels_of(const label_set& gpu_labels, const mig_instance_reading& m);
 
+// dcgm-exporter's families that a GPU instance writes once more (--dcgm-compat), each nullptr
+// without it.
+struct dcgm_mig_families {
+  metric_family* fb_used = nullptr;        // DCGM_FI_DEV_FB_USED
+  metric_family* fb_free = nullptr;        // DCGM_FI_DEV_FB_FREE
+  metric_family* sm_active = nullptr;      // DCGM_FI_PROF_SM_ACTIVE
+  metric_family* sm_occupancy = nullptr;   // DCGM_FI_PROF_SM_OCCUPANCY
+  metric_family* tensor_active = nullptr;  // DCGM_FI_PROF_PIPE_TENSOR_ACTIVE
+  metric_family* dram_active = nullptr;    // DCGM_FI_PROF_DRAM_ACTIVE
+};
+
 class mig_metrics {
  public:
-  // Registers joules' MIG families on `e`.  `fb_used` and `fb_free` are the dcgm-exporter
-  // families DCGM_FI_DEV_FB_USED and DCGM_FI_DEV_FB_FREE, or nullptr without --dcgm-compat.
-  mig_metrics(exposition& e, metric_family* fb_used, metric_family* fb_free);
+  // Registers joules' MIG families on `e`.
+  mig_metrics(exposition& e, const dcgm_mig_families& dcgm);
 
   // Adds one GPU's MIG series.  `dcgm` holds dcgm-exporter's labels of the GPU (empty: none),
   // `dcgm_at` the position after which GPU_I_PROFILE and GPU_I_ID go (after modelName).  An
@@ -44,8 +54,12 @@ class mig_metrics {
   metric_family* info_ = nullptr;
   metric_family* total_ = nullptr;
   metric_family* used_ = nullptr;
-  metric_family* fb_used_ = nullptr;
-  metric_family* fb_free_ = nullptr;
+  // GPM of each GPU instance, once per GPU instance.
+  metric_family* sm_active_ = nullptr;
+  metric_family* sm_occupancy_ = nullptr;
+  metric_family* tensor_active_ = nullptr;
+  metric_family* dram_active_ = nullptr;
+  dcgm_mig_families dcgm_;
 };
 
 }  // namespace joules::exporter
