@@ -169,6 +169,17 @@ def test_level_zero_without_the_ext_calls_uses_the_older_ones(tmp):
     assert limits(env) == {FAKE_UUID["levelzero"]: ORIGINAL_MW} and journals(env) == []
 
 
+@pytest.mark.parametrize("vendor", VENDORS)
+def test_doctor_says_whether_each_vendors_limit_can_be_changed_and_changes_nothing(tmp, vendor):
+    env = vendor_env(tmp, vendor, [device("knee350"), device("knee350", supported=False)])
+    r = joules("doctor", "--json", env=env)
+    rep = json.loads(r.stdout)
+    assert [g["power_limit_control"] for g in rep["gpus"]] == [True, False], r.stdout
+    # The fake wrote the limits it holds at its start; nothing set one since.
+    got = limits(env)
+    assert len(got) == 2 and set(got.values()) == {ORIGINAL_MW}, got
+
+
 def kill_during_profiling(tmp, env):
     """Starts joules tune, SIGKILLs it once a limit is changed, ends its trainer; the journals
     it left."""

@@ -106,6 +106,8 @@ class amd_backend final : public backend {
     const std::size_t p = states_[i].primary;
     (void)source_->health(p);
     c.health_readings = source_->health_supported(p);
+    // The cap and its range can be read: tune may set it (doctor sets nothing).
+    c.power_limit_control = read_power_limit(i).result.ok();
     return c;
   }
 

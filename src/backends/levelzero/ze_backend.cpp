@@ -127,6 +127,8 @@ class ze_backend final : public backend {
     device_capabilities c;
     (void)health_[i]->read();
     c.health_readings = health_[i]->supported();
+    // The sustained limit and its range can be read: tune may set it (doctor sets nothing).
+    c.power_limit_control = read_power_limit(i).result.ok();
     return c;
   }
 
