@@ -245,6 +245,13 @@ class backend {
     return {control_status::not_supported, "this backend has no power limit to set"};
   }
 
+  // The meta of the backend that owns device `i` (a composite's part; this backend's own
+  // otherwise): which library sets its power limit, for the journal that restores it.
+  virtual const backend_meta& device_meta(std::size_t i) const {
+    (void)i;
+    return meta();
+  }
+
   // For CUDA_VISIBLE_DEVICES entries naming a MIG instance: the UUID of the GPU that holds it.
   virtual std::optional<std::string> parent_of_mig(std::string_view mig_uuid) {
     (void)mig_uuid;

@@ -22,7 +22,7 @@ constexpr options::command_text kSweepText{
     "Prints a table of energy and time per step (per run when CMD prints no step lines), "
     "marks the Pareto front (the limits no other beats on both) and its knee (past it each "
     "joule saved costs disproportionately more time); --json prints the same as one JSON "
-    "object, --svg draws it (docs/tuning.md).\n"
+    "object, --svg draws it (docs/tuning.md). NVIDIA, AMD and Intel GPUs alike.\n"
     "Changing a power limit needs root or CAP_SYS_ADMIN: without it sweep stops before CMD "
     "starts.",
     "joules sweep --limits 700:300:100 --steps 50 -- python train.py\n"

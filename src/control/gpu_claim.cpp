@@ -22,11 +22,9 @@ std::string holder_of(const std::string& dir, const std::string& uuid) {
 
 }  // namespace
 
-gpu_claim::gpu_claim(std::vector<claimed_gpu> gpus, std::string command, std::string nvml_library,
-                     std::string dir)
+gpu_claim::gpu_claim(std::vector<claimed_gpu> gpus, std::string command, std::string dir)
     : gpus_(std::move(gpus)),
       command_(std::move(command)),
-      nvml_library_(std::move(nvml_library)),
       dir_(dir.empty() ? state_dir() : std::move(dir)),
       journalled_(gpus_.size(), false) {
   for (const auto& g : gpus_) {
@@ -55,7 +53,8 @@ void gpu_claim::write_journal() {
     e.command = command_;
     e.started = started;
     e.boot_id = boot;
-    e.nvml_library = nvml_library_;
+    e.backend = g.backend;
+    e.library = g.library;
     control::write_journal(dir_, e);
     journalled_[k] = true;
   }

@@ -29,14 +29,16 @@ struct claimed_gpu {
   std::string name;
   std::uint32_t original_mw = 0;  // the limit in force before joules, to restore
   limit_bounds bounds;
+  std::string
+      backend;  // the backend that sets its limit: "nvml", "amdsmi", "rocm_smi", "levelzero"
+  std::string library;  // the vendor library it loaded; a restore opens the same
 };
 
 class gpu_claim {
  public:
   // Takes the lock of every GPU in `dir` (state_dir() when empty).  Throws fatal_error when
   // another joules holds one (naming its pid and command) or `dir` cannot be written.
-  gpu_claim(std::vector<claimed_gpu> gpus, std::string command, std::string nvml_library,
-            std::string dir = {});
+  gpu_claim(std::vector<claimed_gpu> gpus, std::string command, std::string dir = {});
 
   // Writes every GPU's journal: before any limit changes.  Throws fatal_error.
   void write_journal();
@@ -54,7 +56,6 @@ class gpu_claim {
  private:
   std::vector<claimed_gpu> gpus_;
   std::string command_;
-  std::string nvml_library_;
   std::string dir_;
   std::vector<gpu_lock> locks_;
   std::vector<bool> journalled_;

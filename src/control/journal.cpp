@@ -156,8 +156,11 @@ std::string format_journal(const journal_entry& e) {
   out += fmt::format("uuid {}\nindex {}\nname {}\noriginal_mw {}\npid {}\ncommand {}\n",
                      one_line(e.uuid), e.index, one_line(e.name), e.original_mw, e.pid,
                      one_line(e.command));
-  out += fmt::format("started {}\nboot_id {}\nnvml_library {}\nend\n", one_line(e.started),
-                     one_line(e.boot_id), one_line(e.nvml_library));
+  out += fmt::format("started {}\nboot_id {}\nbackend {}\nlibrary {}\n", one_line(e.started),
+                     one_line(e.boot_id), one_line(e.backend), one_line(e.library));
+  // What a joules that knows only NVML reads (it restores NVIDIA GPUs only).
+  if (e.backend == "nvml") out += fmt::format("nvml_library {}\n", one_line(e.library));
+  out += "end\n";
   return out;
 }
 
@@ -195,8 +198,10 @@ std::optional<journal_entry> parse_journal(const std::string& text) {
       e.started = value;
     } else if (key == "boot_id") {
       e.boot_id = value;
-    } else if (key == "nvml_library") {
-      e.nvml_library = value;
+    } else if (key == "backend") {
+      e.backend = value;
+    } else if (key == "library" || (key == "nvml_library" && e.library.empty())) {
+      e.library = value;
     }
   }
   if (!ended || !has_limit || e.uuid.empty()) return std::nullopt;

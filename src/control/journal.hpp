@@ -33,8 +33,11 @@ struct journal_entry {
   std::string command;            // "tune", "sweep"
   std::string started;            // ISO-8601 UTC
   std::string boot_id;            // the kernel's boot id then: a restart since is said so
-  std::string nvml_library;       // the NVML it used; a restore opens the same
-  std::string path;               // where it was read from (read_journals)
+  // The backend that set the limit ("nvml", "amdsmi", "rocm_smi", "levelzero"; "nvml" in a
+  // journal without one) and the vendor library it loaded: a restore opens the same.
+  std::string backend = "nvml";
+  std::string library;
+  std::string path;  // where it was read from (read_journals)
 };
 
 // Where journals are written (the directory may not exist yet).

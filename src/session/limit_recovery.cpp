@@ -4,6 +4,8 @@
 
 #include <map>
 #include <optional>
+#include <string>
+#include <utility>
 
 #include "backends/composite/open_backend.hpp"
 #include "control/limit_plan.hpp"
@@ -30,6 +32,31 @@ struct stale {
   control::gpu_lock lock;
 };
 
+// The vendor library of a journal's backend, as people know it.
+const char* journal_library_name(const std::string& backend) {
+  if (backend == "amdsmi") return "AMD SMI";
+  if (backend == "rocm_smi") return "ROCm SMI";
+  if (backend == "levelzero") return "Level Zero";
+  return "NVML";
+}
+
+// The options that open the backend, and library, that set a journal's limit.
+backend_options journal_restore_options(const std::string& backend, const std::string& library) {
+  backend_options o;
+  if (backend == "amdsmi" || backend == "rocm_smi") {
+    o.name = "amdsmi";
+    (backend == "amdsmi" ? o.amdsmi_library : o.rocm_smi_library) = library;
+    if (backend == "rocm_smi" && library.empty()) o.rocm_smi_library = "librocm_smi64.so";
+  } else if (backend == "levelzero") {
+    o.name = "levelzero";
+    o.level_zero_library = library;
+  } else {
+    o.name = "nvml";
+    o.nvml_library = library;
+  }
+  return o;
+}
+
 // Restores the stale journals of one directory; counts what could not be restored.
 void restore_dir(const std::string& dir, bool on_request, int& failures) {
   const control::journal_scan scan = control::read_journals(dir);
@@ -39,7 +66,7 @@ void restore_dir(const std::string& dir, bool on_request, int& failures) {
         "left changed",
         path));
   }
-  std::map<std::string, std::vector<stale>> by_library;
+  std::map<std::pair<std::string, std::string>, std::vector<stale>> by_library;
   for (const auto& e : scan.entries) {
     std::optional<control::gpu_lock> lock;
     try {
@@ -61,17 +88,15 @@ void restore_dir(const std::string& dir, bool on_request, int& failures) {
       }
       continue;
     }
-    by_library[e.nvml_library].push_back({e, std::move(*lock)});
+    by_library[{e.backend, e.library}].push_back({e, std::move(*lock)});
   }
-  for (auto& [library, batch] : by_library) {
+  for (auto& [source, batch] : by_library) {
     std::vector<control::journal_entry> entries;
     for (const auto& s : batch)
       entries.push_back(s.entry);
     std::vector<control::restore_outcome> outcomes;
     try {
-      backend_options options;
-      options.name = "nvml";
-      options.nvml_library = library;
+      const backend_options options = journal_restore_options(source.first, source.second);
       // Only the sampler's thread calls the driver, here as everywhere.
       sampler readings([&] { return std::move(open_gpu_backends(options).front()); },
                        sampler_options{});
@@ -81,9 +106,10 @@ void restore_dir(const std::string& dir, bool on_request, int& failures) {
       for (const auto& e : entries) {
         ++failures;
         term::print_warning(fmt::format(
-            "{}'s power limit was left changed by {}, and NVML cannot be opened to set it back "
+            "{}'s power limit was left changed by {}, and {} cannot be opened to set it back "
             "to {}: {}; joules tune --restore tries again",
-            gpu_of(e), who(e), control::watts_text(e.original_mw), err.what()));
+            gpu_of(e), who(e), journal_library_name(source.first),
+            control::watts_text(e.original_mw), err.what()));
       }
       continue;
     }

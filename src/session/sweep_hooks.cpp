@@ -23,8 +23,7 @@ void sweep_run::check(sampler& s, const std::vector<std::size_t>& measured) {
     throw fatal_error(fmt::format("cannot sweep: {}", state_.plan.unavailable));
   }
   state_.device_name = state_.plan.gpus.front().info.name;
-  state_.claim = std::make_unique<control::gpu_claim>(state_.plan.claimed(), "sweep",
-                                                      s.hardware().meta().library_path);
+  state_.claim = std::make_unique<control::gpu_claim>(state_.plan.claimed(), "sweep");
 }
 
 void sweep_run::before_command(measurement& m) {

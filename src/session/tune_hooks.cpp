@@ -48,8 +48,7 @@ void tune_hooks::check(sampler& s, const std::vector<std::size_t>& measured) {
     return;
   }
   // Refused here, before the outputs open and the command starts: another joules has the GPUs.
-  claim_ = std::make_unique<control::gpu_claim>(plan_.claimed(), "tune",
-                                                s.hardware().meta().library_path);
+  claim_ = std::make_unique<control::gpu_claim>(plan_.claimed(), "tune");
   state_ = state::profiling;
 }
 

@@ -19,6 +19,8 @@ std::vector<control::claimed_gpu> limit_plan::claimed() const {
     c.name = g.info.name;
     c.original_mw = g.limits.current_mw.value_or(baseline_mw);
     c.bounds = {g.limits.min_mw.value_or(0), g.limits.max_mw.value_or(0)};
+    c.backend = g.backend;
+    c.library = g.library;
     out.push_back(std::move(c));
   }
   return out;
@@ -45,15 +47,19 @@ limit_plan plan_limits(sampler& s, const std::vector<std::size_t>& measured,
   for (std::size_t pos = 0; pos < measured.size(); ++pos) {
     const device_info& d = all[measured[pos]];
     if (d.kind != device_kind::gpu) continue;
-    plan.gpus.push_back({measured[pos], pos, d, {}});
+    plan.gpus.push_back({measured[pos], pos, d, {}, {}, {}});
   }
   if (plan.gpus.empty()) {
     plan.unavailable = "no GPU is measured";
     return plan;
   }
   s.on_thread([&](backend& b) {
-    for (auto& g : plan.gpus)
+    for (auto& g : plan.gpus) {
       g.limits = b.read_power_limit(g.device);
+      const backend_meta& owner = b.device_meta(g.device);
+      g.backend = owner.backend;
+      g.library = owner.library_path;
+    }
     return 0;
   });
   plan.bounds = {0, UINT32_MAX};

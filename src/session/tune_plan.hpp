@@ -21,6 +21,8 @@ struct planned_gpu {
   std::size_t position = 0;  // its place among the measured devices (a window's devices)
   device_info info;
   power_limit_reading limits;
+  std::string backend;  // the backend that owns it ("nvml", "amdsmi", ...) and its library
+  std::string library;
 };
 
 struct limit_plan {

@@ -12,6 +12,7 @@
 
 #include "amd_exports.hpp"
 #include "fake_runtime.hpp"
+#include "limit_state.hpp"
 
 // Taking every entry point's address makes a declared but undefined one a link error.
 extern const void* const fake_amdsmi_entry_points[];
@@ -43,6 +44,15 @@ void explain(const std::string& why) {
   std::fprintf(stderr, "fake_amdsmi: %s; init fails\n", why.c_str());
 }
 
+// The GPUs as FAKE_AMDSMI_STATE_FILE knows them (tests/fake_common/limit_state.hpp).
+std::vector<fake_gpu::limited_device> amd_limited_devices(const scenario& s) {
+  std::vector<fake_gpu::limited_device> out;
+  out.reserve(s.gpus.size());
+  for (const gpu& g : s.gpus)
+    out.push_back({g.uuid, g.power.get(), g.min_limit_mw, g.max_limit_mw, &g.step_time_factor});
+  return out;
+}
+
 // FAKE_AMDSMI_CALL_LOG: one JSON line at unload with the number of threads that called a
 // function about a GPU, so that tests can check only joules' sampler thread does.
 __attribute__((destructor)) void at_unload() {
@@ -72,7 +82,8 @@ long long init() {
     return -1;
   }
   // The same text keeps its state; a new one starts afresh.
-  if (g_loaded->empty() || text != *g_last_text) {
+  const bool fresh = g_loaded->empty() || text != *g_last_text;
+  if (fresh) {
     try {
       g_loaded->push_back(parse_scenario(text));
     } catch (const std::exception& e) {
@@ -87,9 +98,15 @@ long long init() {
     explain(why);
     return -1;
   }
+  // The limits the driver holds (set by an earlier process), from the start of a new scenario.
+  fake_gpu::load_limits("FAKE_AMDSMI", amd_limited_devices(*s), fresh ? 0.0 : now_s());
   g_current.store(s, std::memory_order_release);
   ++g_refcount;
   return 0;
+}
+
+void limits_changed() {
+  if (const scenario* s = current()) fake_gpu::save_limits("FAKE_AMDSMI", amd_limited_devices(*s));
 }
 
 void shutdown() {

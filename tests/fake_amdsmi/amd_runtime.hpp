@@ -16,6 +16,8 @@ long long init();
 void shutdown();
 const scenario* current();
 double now_s();
+// Writes every GPU's limit to FAKE_AMDSMI_STATE_FILE (after a set), for the next process.
+void limits_changed();
 
 // The prologue of a call about one processor (a handle for AMD SMI, an index for ROCm SMI):
 // validates it, applies the GPU's latency, and says whether the GPU is lost.

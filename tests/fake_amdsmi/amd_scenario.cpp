@@ -131,8 +131,12 @@ gpu parse_gpu(const json& j, unsigned index, unsigned top_latency_us) {
     g.min_limit_mw = watts_to_mw(l, "min_w", 0.0);
     g.max_limit_mw = watts_to_mw(l, "max_w", 750.0);
     current_mw = watts_to_mw(l, "current_w", g.default_limit_mw / 1000.0);
+    g.limit_settable = l.boolean("settable", true);
+    g.limits_supported = l.boolean("supported", true);
+    if (g.min_limit_mw > g.max_limit_mw) l.fail("min_w", "exceeds max_w");
     l.finish();
   }
+  g.step_time_factor = fake_gpu::parse_step_curve(f);
   g.power = fake_gpu::parse_power(f, current_mw);
   if (f.has("health")) {
     json_fields h(f.at("health"), f.sub("health"));

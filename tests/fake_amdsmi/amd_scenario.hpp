@@ -10,6 +10,7 @@
 
 #include "faults.hpp"
 #include "json_fields.hpp"
+#include "limit_state.hpp"
 #include "power_model.hpp"
 
 namespace fake_amdsmi {
@@ -77,6 +78,10 @@ struct gpu {
   unsigned default_limit_mw = 750000;
   unsigned min_limit_mw = 0;
   unsigned max_limit_mw = 750000;
+  bool limit_settable = true;    // false: setting the cap answers NO_PERM / PERMISSION
+  bool limits_supported = true;  // false: the cap calls answer NOT_SUPPORTED (a VM guest)
+  // The workload's time per step at each cap (README.md, tests/fake_common/limit_state.hpp).
+  fake_gpu::step_curve step_time_factor;
   health state;
   fault_set faults;
 

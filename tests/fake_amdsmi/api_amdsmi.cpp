@@ -255,11 +255,28 @@ amdsmi_status_t amdsmi_get_power_cap_info(amdsmi_processor_handle processor_hand
   if (const auto rc = status_of(c); rc != kAmdsmiSuccess) return rc;
   if (sensor_ind != 0) return kAmdsmiInval;
   const auto& g = c.owner();
+  if (!g.limits_supported) return kAmdsmiNotSupported;
   *info = amdsmi_power_cap_info_t{};
   info->power_cap = std::uint64_t{g.power->limit_mw()} * 1000U;  // µW
   info->default_power_cap = std::uint64_t{g.default_limit_mw} * 1000U;
   info->min_power_cap = std::uint64_t{g.min_limit_mw} * 1000U;
   info->max_power_cap = std::uint64_t{g.max_limit_mw} * 1000U;
+  return kAmdsmiSuccess;
+}
+
+amdsmi_status_t amdsmi_set_power_cap(amdsmi_processor_handle processor_handle,
+                                     std::uint32_t sensor_ind, std::uint64_t cap) {
+  const call c(processor_handle);
+  if (const auto rc = status_of(c); rc != kAmdsmiSuccess) return rc;
+  if (sensor_ind != 0) return kAmdsmiInval;
+  const auto& g = c.owner();
+  if (!g.limits_supported) return kAmdsmiNotSupported;
+  if (!g.limit_settable) return kAmdsmiNoPerm;
+  // µW, within the range the driver reports (whole milliwatts, as joules sets them).
+  if (cap < std::uint64_t{g.min_limit_mw} * 1000U || cap > std::uint64_t{g.max_limit_mw} * 1000U)
+    return kAmdsmiInval;
+  if (!g.power->set_limit(c.t(), static_cast<unsigned>(cap / 1000U))) return kAmdsmiUnknownError;
+  fake_amdsmi::limits_changed();
   return kAmdsmiSuccess;
 }
 

@@ -79,6 +79,12 @@ rsmi_status_t rsmi_status_string(rsmi_status_t status, const char** status_strin
     case kRsmiInitError:
       *status_string = "RSMI_STATUS_INIT_ERROR";
       break;
+    case kRsmiInvalidArgs:
+      *status_string = "RSMI_STATUS_INVALID_ARGS";
+      break;
+    case kRsmiPermission:
+      *status_string = "RSMI_STATUS_PERMISSION";
+      break;
     default:
       *status_string = "RSMI_STATUS_UNKNOWN_ERROR";
   }
@@ -175,6 +181,7 @@ rsmi_status_t rsmi_dev_power_cap_get(std::uint32_t dv_ind, std::uint32_t sensor_
   const call c(dv_ind);
   if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (sensor_ind != 0) return kRsmiInvalidArgs;
+  if (!c.owner().limits_supported) return kRsmiNotSupported;
   *cap = std::uint64_t{c.owner().power->limit_mw()} * 1000U;
   return kRsmiSuccess;
 }
@@ -191,8 +198,24 @@ rsmi_status_t rsmi_dev_power_cap_range_get(std::uint32_t dv_ind, std::uint32_t s
   const call c(dv_ind);
   if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
   if (sensor_ind != 0) return kRsmiInvalidArgs;
+  if (!c.owner().limits_supported) return kRsmiNotSupported;
   *max = std::uint64_t{c.owner().max_limit_mw} * 1000U;
   *min = std::uint64_t{c.owner().min_limit_mw} * 1000U;
+  return kRsmiSuccess;
+}
+
+rsmi_status_t rsmi_dev_power_cap_set(std::uint32_t dv_ind, std::uint32_t sensor_ind,
+                                     std::uint64_t cap) {
+  const call c(dv_ind);
+  if (const auto rc = rsmi_status_of(c); rc != kRsmiSuccess) return rc;
+  if (sensor_ind != 0) return kRsmiInvalidArgs;
+  const auto& g = c.owner();
+  if (!g.limits_supported) return kRsmiNotSupported;
+  if (!g.limit_settable) return kRsmiPermission;
+  if (cap < std::uint64_t{g.min_limit_mw} * 1000U || cap > std::uint64_t{g.max_limit_mw} * 1000U)
+    return kRsmiInvalidArgs;
+  if (!g.power->set_limit(c.t(), static_cast<unsigned>(cap / 1000U))) return kRsmiUnknown;
+  fake_amdsmi::limits_changed();
   return kRsmiSuccess;
 }
 

@@ -46,6 +46,26 @@ ze_result_t components(void* device_handle, kind k, std::uint32_t* count, void**
   return list(mine, count, out);
 }
 
+// The sustained limit's averaging window the fake reports (Tau; Intel's default is 28 s).
+constexpr std::int32_t kZeSustainedIntervalMs = 28000;
+
+// Whether this power domain's limits may be asked about: the device-level one of a device whose
+// limits are supported.
+bool ze_controls_limit(const call& c) {
+  return !c.comp().on_subdevice && c.dev().limits_supported;
+}
+
+// Sets the sustained limit to `mw`, as a driver checks it.
+ze_result_t ze_set_sustained(const call& c, std::int32_t mw) {
+  const auto& d = c.dev();
+  if (!d.limit_settable) return kErrorInsufficientPermissions;
+  if (mw <= 0 || (d.min_limit_mw > 0 && mw < d.min_limit_mw) || mw > d.max_limit_mw)
+    return kErrorInvalidArgument;
+  if (!d.power->set_limit(c.t(), static_cast<unsigned>(mw))) return kErrorUnknown;
+  fake_ze::limits_changed();
+  return kSuccess;
+}
+
 std::vector<void*> device_handles(const fake_ze::scenario& s) {
   std::vector<void*> out;
   for (const auto& x : s.components) {
@@ -172,7 +192,7 @@ ze_result_t zesPowerGetProperties(zes_pwr_handle_t hPower, zes_power_properties_
   const auto& d = c.dev();
   p->onSubdevice = c.comp().on_subdevice ? 1 : 0;
   p->subdeviceId = c.comp().sub;
-  p->canControl = 0;
+  p->canControl = !c.comp().on_subdevice && d.limits_supported ? 1 : 0;
   p->defaultLimit = c.comp().on_subdevice ? -1 : d.default_limit_mw;
   p->minLimit = c.comp().on_subdevice ? -1 : d.min_limit_mw;
   p->maxLimit = c.comp().on_subdevice ? -1 : d.max_limit_mw;
@@ -184,6 +204,80 @@ ze_result_t zesPowerGetProperties(zes_pwr_handle_t hPower, zes_power_properties_
                   : d.where == domains::card    ? kPowerDomainCard
                   : d.where == domains::package ? kPowerDomainPackage
                                                 : 0U;  // ZES_POWER_DOMAIN_UNKNOWN
+  }
+  return kSuccess;
+}
+
+ze_result_t zesPowerGetLimits(zes_pwr_handle_t hPower, zes_power_sustained_limit_t* pSustained,
+                              void* pBurst, void* pPeak) {
+  (void)pBurst;  // none of the fake's devices has a burst or peak limit through this call
+  (void)pPeak;
+  const call c(hPower, kind::power);
+  if (c.status() != call::state::ok) return c.result();
+  if (!ze_controls_limit(c)) return kErrorUnsupportedFeature;
+  if (pSustained != nullptr) {
+    pSustained->enabled = 1;
+    pSustained->power = static_cast<std::int32_t>(c.dev().power->limit_mw());
+    pSustained->interval = kZeSustainedIntervalMs;
+  }
+  return kSuccess;
+}
+
+ze_result_t zesPowerSetLimits(zes_pwr_handle_t hPower,
+                              const zes_power_sustained_limit_t* pSustained, const void* pBurst,
+                              const void* pPeak) {
+  (void)pBurst;
+  (void)pPeak;
+  const call c(hPower, kind::power);
+  if (c.status() != call::state::ok) return c.result();
+  if (!ze_controls_limit(c)) return kErrorUnsupportedFeature;
+  if (pSustained == nullptr) return kSuccess;
+  return ze_set_sustained(c, pSustained->power);
+}
+
+ze_result_t zesPowerGetLimitsExt(zes_pwr_handle_t hPower, std::uint32_t* pCount,
+                                 zes_power_limit_ext_desc_t* pSustained) {
+  const call c(hPower, kind::power);
+  if (c.status() != call::state::ok) return c.result();
+  if (!ze_controls_limit(c) || !c.dev().limits_ext) return kErrorUnsupportedFeature;
+  if (pCount == nullptr) return 0x78000007;  // ZE_RESULT_ERROR_INVALID_NULL_POINTER
+  // Two limits, as a discrete GPU's card domain has: peak (PL4) first, then sustained (PL1).
+  constexpr std::uint32_t kLimits = 2;
+  if (*pCount == 0 || pSustained == nullptr) {
+    *pCount = kLimits;
+    return kSuccess;
+  }
+  *pCount = std::min(*pCount, kLimits);
+  for (std::uint32_t k = 0; k < *pCount; ++k) {
+    zes_power_limit_ext_desc_t& d = pSustained[k];
+    const bool sustained = k == 1;
+    d.level = sustained ? kPowerLevelSustained : 3U;  // ZES_POWER_LEVEL_PEAK
+    d.source = 0;                                     // ZES_POWER_SOURCE_ANY
+    d.limitUnit = kLimitUnitPower;
+    d.enabledStateLocked = 1;
+    d.enabled = 1;
+    d.intervalValueLocked = sustained ? 0 : 1;
+    d.interval = sustained ? kZeSustainedIntervalMs : 0;
+    d.limitValueLocked = 0;
+    d.limit = sustained ? static_cast<std::int32_t>(c.dev().power->limit_mw())
+                        : c.dev().max_limit_mw + c.dev().max_limit_mw / 4;
+  }
+  return kSuccess;
+}
+
+ze_result_t zesPowerSetLimitsExt(zes_pwr_handle_t hPower, std::uint32_t* pCount,
+                                 zes_power_limit_ext_desc_t* pSustained) {
+  const call c(hPower, kind::power);
+  if (c.status() != call::state::ok) return c.result();
+  if (!ze_controls_limit(c) || !c.dev().limits_ext) return kErrorUnsupportedFeature;
+  if (pCount == nullptr) return 0x78000007;
+  if (*pCount > 0 && pSustained == nullptr) return 0x78000007;
+  for (std::uint32_t k = 0; k < *pCount; ++k) {
+    const zes_power_limit_ext_desc_t& d = pSustained[k];
+    if (d.stype != kStypePowerLimitExtDesc) return kErrorInvalidArgument;
+    if (d.level != kPowerLevelSustained) continue;  // the peak limit is accepted, not simulated
+    if (d.limitUnit != kLimitUnitPower) return kErrorInvalidArgument;
+    if (const ze_result_t rc = ze_set_sustained(c, d.limit); rc != kSuccess) return rc;
   }
   return kSuccess;
 }

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "fake_runtime.hpp"
+#include "limit_state.hpp"
 #include "ze_exports.hpp"
 
 // Taking every entry point's address makes a declared but undefined one a link error.
@@ -48,7 +50,22 @@ __attribute__((destructor)) void at_unload() {
   close(fd);
 }
 
+// The devices as FAKE_ZE_STATE_FILE knows them (tests/fake_common/limit_state.hpp).
+std::vector<fake_gpu::limited_device> ze_limited_devices(const scenario& s) {
+  std::vector<fake_gpu::limited_device> out;
+  out.reserve(s.devices.size());
+  for (const device& d : s.devices) {
+    out.push_back({d.uuid_text, d.power.get(), static_cast<unsigned>(std::max(d.min_limit_mw, 0)),
+                   static_cast<unsigned>(std::max(d.max_limit_mw, 0)), &d.step_time_factor});
+  }
+  return out;
+}
+
 }  // namespace
+
+void limits_changed() {
+  if (const scenario* s = sysman()) fake_gpu::save_limits("FAKE_ZE", ze_limited_devices(*s));
+}
 
 long long init(bool zes) {
   std::lock_guard lock(g_mutex);
@@ -58,7 +75,8 @@ long long init(bool zes) {
     std::fprintf(stderr, "fake_level_zero: %s\n", why.c_str());
     return 0x78000001;  // ZE_RESULT_ERROR_UNINITIALIZED
   }
-  if (g_loaded->empty() || text != *g_last_text) {
+  const bool fresh = g_loaded->empty() || text != *g_last_text;
+  if (fresh) {
     try {
       g_loaded->push_back(parse_scenario(text));
     } catch (const std::exception& e) {
@@ -73,6 +91,8 @@ long long init(bool zes) {
     std::fprintf(stderr, "fake_level_zero: %s\n", why.c_str());
     return 0x78000001;
   }
+  // The limits the driver holds (set by an earlier process), from the start of a new scenario.
+  fake_gpu::load_limits("FAKE_ZE", ze_limited_devices(*s), fresh ? 0.0 : now_s());
   g_loaded_now.store(s, std::memory_order_release);
   const char* env = std::getenv("ZES_ENABLE_SYSMAN");
   if (zes || (env != nullptr && std::strcmp(env, "1") == 0)) {

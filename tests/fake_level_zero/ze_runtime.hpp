@@ -16,6 +16,8 @@ const scenario* sysman();
 // The scenario once zeInit or zesInit ran (for zeDriverGet and zeDeviceGet).
 const scenario* loaded();
 double now_s();
+// Writes every device's limit to FAKE_ZE_STATE_FILE (after a set), for the next process.
+void limits_changed();
 
 class call {
  public:

@@ -94,8 +94,20 @@ device parse_device(const json& j, unsigned index, unsigned top_latency_us) {
     d.default_limit_mw = milliwatts(l, "default_w", d.default_limit_mw);
     d.min_limit_mw = milliwatts(l, "min_w", d.min_limit_mw);
     d.max_limit_mw = milliwatts(l, "max_w", d.max_limit_mw);
+    d.limit_settable = l.boolean("settable", true);
+    d.limits_supported = l.boolean("supported", true);
+    d.limits_ext = l.boolean("ext", true);
+    if (d.min_limit_mw > d.max_limit_mw) l.fail("min_w", "exceeds max_w");
     l.finish();
   }
+  d.step_time_factor = fake_gpu::parse_step_curve(f);
+  char text[40];
+  const std::uint8_t* u = d.uuid;
+  std::snprintf(text, sizeof text,
+                "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x", u[0], u[1],
+                u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14],
+                u[15]);
+  d.uuid_text = text;
   d.power = fake_gpu::parse_power(f, static_cast<unsigned>(std::max(d.default_limit_mw, 0)));
   if (f.has("health")) {
     json_fields h(f.at("health"), f.sub("health"));

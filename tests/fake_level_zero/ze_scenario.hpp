@@ -10,6 +10,7 @@
 
 #include "faults.hpp"
 #include "json_fields.hpp"
+#include "limit_state.hpp"
 #include "power_model.hpp"
 
 namespace fake_ze {
@@ -58,6 +59,12 @@ struct device {
   int default_limit_mw = 600000;
   int min_limit_mw = -1;
   int max_limit_mw = 600000;
+  bool limit_settable = true;    // false: setting a limit answers INSUFFICIENT_PERMISSIONS
+  bool limits_supported = true;  // false: no domain canControl, the limit calls are unsupported
+  bool limits_ext = true;        // false: zesPowerGetLimitsExt/SetLimitsExt are unsupported
+  // The workload's time per step at each limit (tests/fake_common/limit_state.hpp).
+  fake_gpu::step_curve step_time_factor;
+  std::string uuid_text;  // the UUID as joules writes it, for FAKE_ZE_STATE_FILE
   health state;
   fault_set faults;
 

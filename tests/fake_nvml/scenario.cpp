@@ -32,18 +32,6 @@ unsigned int device::reading_mw(const reading_config& r, double t) const {
   return static_cast<unsigned int>(std::clamp<long long>(mw, 0, UINT_MAX));
 }
 
-double device::step_time_factor_at(double limit_w) const {
-  const auto& c = step_time_factor;
-  if (c.empty()) return 1.0;
-  if (limit_w <= c.front().first) return c.front().second;
-  if (limit_w >= c.back().first) return c.back().second;
-  const auto hi = std::upper_bound(c.begin(), c.end(), limit_w,
-                                   [](double w, const auto& p) { return w < p.first; });
-  const auto lo = hi - 1;
-  const double f = (limit_w - lo->first) / (hi->first - lo->first);
-  return lo->second + f * (hi->second - lo->second);
-}
-
 namespace {
 
 const state_change* change_at(const std::vector<state_change>& changes, double t) {

@@ -13,6 +13,7 @@
 #include "backends/nvml/nvml_abi.hpp"
 #include "health.hpp"
 #include "json_fields.hpp"
+#include "limit_state.hpp"
 #include "nvml_errors.hpp"
 #include "power_model.hpp"  // tests/fake_common
 
@@ -123,7 +124,7 @@ struct device {
   // The workload's time per step at each power limit, relative to an unconstrained step
   // ({limit_w, factor}, limit ascending; README "The workload's response to a limit").  Empty:
   // 1 at every limit.
-  std::vector<std::pair<double, double>> step_time_factor;
+  fake_gpu::step_curve step_time_factor;
   // nvmlDeviceGetProcessUtilization answers (else NOT_SUPPORTED, as on boards without it).
   bool process_utilization = true;
 
@@ -152,7 +153,7 @@ struct device {
   // The README's energy model.
   unsigned long long counter_mj(double t) const;
   // step_time_factor at `limit_w`: linear between its points, constant outside them.
-  double step_time_factor_at(double limit_w) const;
+  double step_time_factor_at(double limit_w) const { return step_time_factor.at(limit_w); }
   unsigned int reading_mw(const reading_config& r, double t) const;
 };
 

@@ -243,25 +243,6 @@ std::vector<xid_event> parse_xids(json_fields& f) {
   return out;
 }
 
-// [[limit_w, factor], ...]: limits strictly ascending, factors positive.
-std::vector<std::pair<double, double>> parse_step_time_factor(json_fields& f) {
-  std::vector<std::pair<double, double>> out;
-  const std::string key = "step_time_factor";
-  if (!f.has(key)) return out;
-  const json& list = f.at(key);
-  const char* why = "must be a list of [limit_w, factor] pairs, limits ascending, factors > 0";
-  if (!list.is_array() || list.empty()) f.fail(key, why);
-  for (const json& p : list) {
-    if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) f.fail(key, why);
-    const double w = p[0].get<double>();
-    const double factor = p[1].get<double>();
-    if (!std::isfinite(w) || !std::isfinite(factor) || factor <= 0.0) f.fail(key, why);
-    if (!out.empty() && w <= out.back().first) f.fail(key, why);
-    out.emplace_back(w, factor);
-  }
-  return out;
-}
-
 device parse_device(const json& j, unsigned int index, unsigned int top_latency_us, scenario& s) {
   json_fields f(j, "devices[" + std::to_string(index) + "]");
   device d;
@@ -320,7 +301,7 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
   }
 
   d.power = fake_gpu::parse_power(f, current_mw);
-  d.step_time_factor = parse_step_time_factor(f);
+  d.step_time_factor = fake_gpu::parse_step_curve(f);
   fake_gpu::parse_faults(
       f, d.faults, nv::kErrorNotSupported,
       [](json_fields& fl, const std::string& key) -> long long { return error_code(fl, key); });

@@ -28,7 +28,8 @@ journal_entry entry(const std::string& uuid, std::uint32_t mw) {
   e.command = "tune";
   e.started = "2026-11-25T10:00:00.000000Z";
   e.boot_id = "b7c1";
-  e.nvml_library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
+  e.backend = "nvml";
+  e.library = "/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1";
   return e;
 }
 
@@ -42,11 +43,33 @@ TEST(Journal, FormatAndParseRoundTripAndAPartOfOneIsNotAJournal) {
   EXPECT_EQ(back->index, 3U);
   EXPECT_EQ(back->pid, 4242);
   EXPECT_EQ(back->name, e.name);
-  EXPECT_EQ(back->nvml_library, e.nvml_library);
+  EXPECT_EQ(back->backend, e.backend);
+  EXPECT_EQ(back->library, e.library);
   // Every prefix short of the whole text is refused: a half-written journal is never taken.
   for (std::size_t n = 0; n + 1 < text.size(); ++n)
     EXPECT_FALSE(parse_journal(text.substr(0, n))) << n;
   EXPECT_FALSE(parse_journal("something else\nend\n"));
+}
+
+TEST(Journal, EachVendorsBackendAndLibraryAndTheJournalsOfEarlierJoules) {
+  journal_entry amd = entry("GPU-4b8ab6c15fd9e300", 500000);
+  amd.backend = "rocm_smi";
+  amd.library = "/opt/rocm/lib/librocm_smi64.so";
+  const std::string text = format_journal(amd);
+  // Only NVIDIA's journals carry the key a joules that knew only NVML reads.
+  EXPECT_EQ(text.find("nvml_library"), std::string::npos) << text;
+  const auto back = parse_journal(text);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->backend, "rocm_smi");
+  EXPECT_EQ(back->library, amd.library);
+  EXPECT_NE(format_journal(entry("GPU-0000", 1)).find("nvml_library /usr/lib"), std::string::npos);
+  // A journal written before joules knew other vendors: NVML's, through its nvml_library.
+  const auto old = parse_journal(
+      "joules-power-limit-journal 1\nuuid GPU-1\noriginal_mw 700000\nnvml_library /x/nvml.so\n"
+      "end\n");
+  ASSERT_TRUE(old);
+  EXPECT_EQ(old->backend, "nvml");
+  EXPECT_EQ(old->library, "/x/nvml.so");
 }
 
 TEST(Journal, WriteReadRemoveAndLocks) {
@@ -85,10 +108,10 @@ TEST(Journal, AClaimRefusesAGpuAnotherHoldsAndNamesIt) {
   g.uuid = "GPU-x";
   g.index = 5;
   g.original_mw = 700000;
-  gpu_claim first({g}, "tune", "/lib/nvml.so", dir);
+  gpu_claim first({g}, "tune", dir);
   first.write_journal();
   try {
-    gpu_claim second({g}, "sweep", "/lib/nvml.so", dir);
+    gpu_claim second({g}, "sweep", dir);
     FAIL() << "a second claim of GPU 5 was granted";
   } catch (const fatal_error& e) {
     const std::string what = e.what();

@@ -113,6 +113,7 @@ inline constexpr rsmi_status_t kRsmiSuccess = 0;
 inline constexpr rsmi_status_t kRsmiInvalidArgs = 1;
 inline constexpr rsmi_status_t kRsmiNotSupported = 2;
 inline constexpr rsmi_status_t kRsmiPermission = 4;
+inline constexpr rsmi_status_t kRsmiInputOutOfBounds = 7;
 inline constexpr rsmi_status_t kRsmiInitError = 8;
 inline constexpr rsmi_status_t kRsmiNotYetImplemented = 9;
 inline constexpr rsmi_status_t kRsmiNotFound = 10;

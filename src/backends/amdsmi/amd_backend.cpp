@@ -66,11 +66,48 @@ class amd_backend final : public backend {
     return source_->health(states_[i].primary);
   }
 
+  // The power cap of the GPU's primary processor, which the driver applies to the whole board
+  // (docs/amd-notes.md §9); µW in both libraries, mW here.
+  power_limit_reading read_power_limit(std::size_t i) override {
+    power_limit_reading r;
+    gpu_state& g = states_[i];
+    if (g.lost) {
+      r.result = {control_status::lost, lib_->error_string(g.lost_code)};
+      return r;
+    }
+    const cap_reading c = source_->read_cap(g.primary);
+    r.result = c.result;
+    r.current_mw = milliwatts(c.current_uw);
+    r.default_mw = milliwatts(c.default_uw);
+    r.min_mw = milliwatts(c.min_uw);
+    r.max_mw = milliwatts(c.max_uw);
+    if (r.result.ok() && (!r.current_mw || !r.min_mw || !r.max_mw)) {
+      // A range without a lower end (0) would let tune try 0 W: no control rather than that.
+      r.result = {control_status::not_supported, "the driver reports no power cap range"};
+    }
+    if (r.result.ok() && *r.min_mw >= *r.max_mw) {
+      // A range of one value: no control.
+      r.result = {control_status::not_supported, "the driver's power cap range is a single value"};
+    }
+    if (r.result.status == control_status::lost) g.lost = true;
+    return r;
+  }
+
+  control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override {
+    gpu_state& g = states_[i];
+    if (g.lost) return {control_status::lost, lib_->error_string(g.lost_code)};
+    control_result r = source_->set_cap(g.primary, std::uint64_t{limit_mw} * 1000U);
+    if (r.status == control_status::lost) g.lost = true;
+    return r;
+  }
+
   device_capabilities probe_capabilities(std::size_t i) override {
     device_capabilities c;
     const std::size_t p = states_[i].primary;
     (void)source_->health(p);
     c.health_readings = source_->health_supported(p);
+    // The cap and its range can be read: tune may set it (doctor sets nothing).
+    c.power_limit_control = read_power_limit(i).result.ok();
     return c;
   }
 
@@ -82,6 +119,12 @@ class amd_backend final : public backend {
     bool lost = false;
     std::uint32_t lost_code = 0;
   };
+
+  // µW -> mW; none for 0 (not reported), and for values no board has (above 1 MW).
+  static std::optional<std::uint32_t> milliwatts(const std::optional<std::uint64_t>& uw) {
+    if (!uw || *uw == 0 || *uw > 1'000'000'000'000ULL) return std::nullopt;
+    return static_cast<std::uint32_t>(*uw / 1000U);
+  }
 
   static device_reading failed(read_status s, std::uint32_t code) {
     device_reading r;
@@ -183,8 +226,9 @@ class amd_backend final : public backend {
 
 namespace joules {
 
-std::unique_ptr<backend> open_amd_backend(const std::string& amdsmi_library) {
-  return std::make_unique<amd::amd_backend>(amd::library::open(amdsmi_library));
+std::unique_ptr<backend> open_amd_backend(const std::string& amdsmi_library,
+                                          const std::string& rocm_smi_library) {
+  return std::make_unique<amd::amd_backend>(amd::library::open(amdsmi_library, rocm_smi_library));
 }
 
 }  // namespace joules

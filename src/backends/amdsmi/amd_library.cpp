@@ -18,14 +18,21 @@ constexpr const char* kHint =
 
 }  // namespace
 
-std::unique_ptr<library> library::open(const std::string& amdsmi_path) {
+std::unique_ptr<library> library::open(const std::string& amdsmi_path,
+                                       const std::string& rocm_smi_path) {
   std::unique_ptr<library> lib(new library());
   loaded_library loaded;
   try {
-    loaded = load_library(amdsmi_path, "JOULES_AMDSMI_LIBRARY", {kAmdsmiName, kAmdsmiRocmPath},
-                          "AMD SMI", kHint);
-    lib->amdsmi_ = true;
+    if (!rocm_smi_path.empty()) {
+      loaded = load_library(rocm_smi_path, "JOULES_ROCM_SMI_LIBRARY",
+                            {kRocmSmiName, kRocmSmiRocmPath}, "ROCm SMI", kHint);
+    } else {
+      loaded = load_library(amdsmi_path, "JOULES_AMDSMI_LIBRARY", {kAmdsmiName, kAmdsmiRocmPath},
+                            "AMD SMI", kHint);
+      lib->amdsmi_ = true;
+    }
   } catch (const library_not_found& amdsmi) {
+    if (!rocm_smi_path.empty()) throw;
     try {
       loaded = load_library({}, "JOULES_ROCM_SMI_LIBRARY", {kRocmSmiName, kRocmSmiRocmPath},
                             "ROCm SMI", kHint);

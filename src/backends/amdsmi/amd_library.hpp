@@ -37,10 +37,12 @@ class library {
   static constexpr const char* kRocmSmiRocmPath = "/opt/rocm/lib/librocm_smi64.so";
 
   // Loads `amdsmi_path`, else JOULES_AMDSMI_LIBRARY, else the usual AMD SMI names; when none
-  // loads, ROCm SMI from JOULES_ROCM_SMI_LIBRARY or its usual names.  Initialises the one found
-  // for AMD GPUs.  Throws library_not_found when neither is there, fatal_error when
-  // initialisation fails.
-  static std::unique_ptr<library> open(const std::string& amdsmi_path);
+  // loads, ROCm SMI from JOULES_ROCM_SMI_LIBRARY or its usual names.  A `rocm_smi_path` loads
+  // that ROCm SMI and nothing else (a restore through the library that set a limit).
+  // Initialises the one found for AMD GPUs.  Throws library_not_found when neither is there,
+  // fatal_error when initialisation fails.
+  static std::unique_ptr<library> open(const std::string& amdsmi_path,
+                                       const std::string& rocm_smi_path = {});
 
   library(const library&) = delete;
   library& operator=(const library&) = delete;

@@ -48,6 +48,16 @@ struct power_caps {
   std::optional<double> max_w;
 };
 
+// A processor's power cap and the range its driver accepts, in the libraries' unit (µW), with
+// the outcome of asking (docs/amd-notes.md §9).
+struct cap_reading {
+  control_result result;
+  std::optional<std::uint64_t> current_uw;
+  std::optional<std::uint64_t> default_uw;
+  std::optional<std::uint64_t> min_uw;
+  std::optional<std::uint64_t> max_uw;
+};
+
 class source {
  public:
   virtual ~source() = default;
@@ -64,6 +74,10 @@ class source {
   // The power reading processor p answers (current before average), or none.  Probed once.
   virtual power_source probe_power(std::size_t p) = 0;
   virtual power_caps caps(std::size_t p) = 0;
+  // The power cap of processor p and its range (sensor 0), for tune and sweep; never throws.
+  virtual cap_reading read_cap(std::size_t p) = 0;
+  // Sets processor p's power cap to `uw` microwatts (sensor 0).
+  virtual control_result set_cap(std::size_t p, std::uint64_t uw) = 0;
 
   // Health of processor p: every reading is probed at its first call and turned off for good
   // when it does not answer then.

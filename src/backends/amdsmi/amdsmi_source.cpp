@@ -27,9 +27,28 @@ outcome classify_amdsmi(amdsmi_status_t rc) {
   return outcome::failed;
 }
 
+// A status of amdsmi_get_power_cap_info or amdsmi_set_power_cap as tune and sweep see it.
+control_result control_of_amdsmi(const library& lib, amdsmi_status_t rc) {
+  control_result r;
+  r.detail = lib.error_string(rc);
+  if (rc == kAmdsmiNoPerm) {
+    r.status = control_status::no_permission;
+  } else if (rc == kAmdsmiNotSupported || rc == kAmdsmiNotYetImplemented) {
+    r.status = control_status::not_supported;
+  } else if (rc == kAmdsmiInval) {
+    r.status = control_status::invalid;
+  } else if (rc == kAmdsmiNotFound || rc == kAmdsmiDriverNotLoaded) {
+    r.status = control_status::lost;
+  } else {
+    r.status = control_status::error;
+  }
+  return r;
+}
+
 class amdsmi_source final : public source {
  public:
-  explicit amdsmi_source(const library& lib) : fn_(lib.smi()), v_(lib.amdsmi_version()) {}
+  explicit amdsmi_source(const library& lib)
+      : lib_(lib), fn_(lib.smi()), v_(lib.amdsmi_version()) {}
 
   std::string driver_version() override {
     if (handles_.empty() || fn_.amdsmi_get_gpu_driver_info == nullptr) return {};
@@ -121,6 +140,36 @@ class amdsmi_source final : public source {
     return c;
   }
 
+  cap_reading read_cap(std::size_t p) override {
+    cap_reading r;
+    if (fn_.amdsmi_get_power_cap_info == nullptr) {
+      r.result = {control_status::not_supported, "this AMD SMI has no amdsmi_get_power_cap_info"};
+      return r;
+    }
+    buffer<256> b;  // the struct is 64 bytes in every version (amd_abi.hpp); room to spare
+    const amdsmi_status_t rc = fn_.amdsmi_get_power_cap_info(
+        handles_[p], 0, static_cast<amdsmi_power_cap_info_t*>(b.data()));
+    if (rc != kAmdsmiSuccess) {
+      r.result = control_of_amdsmi(lib_, rc);
+      return r;
+    }
+    amdsmi_power_cap_info_t info{};
+    std::memcpy(&info, b.bytes.data(), sizeof info);
+    r.current_uw = info.power_cap;
+    r.default_uw = info.default_power_cap;
+    r.min_uw = info.min_power_cap;
+    r.max_uw = info.max_power_cap;
+    return r;
+  }
+
+  control_result set_cap(std::size_t p, std::uint64_t uw) override {
+    if (fn_.amdsmi_set_power_cap == nullptr) {
+      return {control_status::not_supported, "this AMD SMI has no amdsmi_set_power_cap"};
+    }
+    const amdsmi_status_t rc = fn_.amdsmi_set_power_cap(handles_[p], 0, uw);
+    return rc == kAmdsmiSuccess ? control_result{} : control_of_amdsmi(lib_, rc);
+  }
+
   health_reading health(std::size_t p) override;
   std::vector<std::string> health_supported(std::size_t p) const override {
     return switches_[p].supported();
@@ -168,6 +217,7 @@ class amdsmi_source final : public source {
     return static_cast<double>(c);
   }
 
+  const library& lib_;
   const amdsmi_entry_points& fn_;
   lib_version v_;
   std::vector<amdsmi_processor_handle> handles_;

@@ -23,9 +23,27 @@ std::optional<double> micro(std::uint64_t uw) {
   return static_cast<double>(uw) / 1e6;
 }
 
+// A status of the rsmi_dev_power_cap_* calls as tune and sweep see it.
+control_result control_of_rsmi(const library& lib, rsmi_status_t rc) {
+  control_result r;
+  r.detail = lib.error_string(rc);
+  if (rc == kRsmiPermission) {
+    r.status = control_status::no_permission;
+  } else if (rc == kRsmiNotSupported || rc == kRsmiNotYetImplemented) {
+    r.status = control_status::not_supported;
+  } else if (rc == kRsmiInvalidArgs || rc == kRsmiInputOutOfBounds) {
+    r.status = control_status::invalid;
+  } else if (rc == kRsmiNotFound) {
+    r.status = control_status::lost;
+  } else {
+    r.status = control_status::error;
+  }
+  return r;
+}
+
 class rocm_smi_source final : public source {
  public:
-  explicit rocm_smi_source(const library& lib) : fn_(lib.rsmi()) {}
+  explicit rocm_smi_source(const library& lib) : lib_(lib), fn_(lib.rsmi()) {}
 
   std::vector<processor_info> processors() override {
     std::vector<processor_info> out;
@@ -119,6 +137,38 @@ class rocm_smi_source final : public source {
     return c;
   }
 
+  cap_reading read_cap(std::size_t p) override {
+    cap_reading r;
+    if (fn_.rsmi_dev_power_cap_get == nullptr || fn_.rsmi_dev_power_cap_range_get == nullptr) {
+      r.result = {control_status::not_supported, "this ROCm SMI has no rsmi_dev_power_cap_get"};
+      return r;
+    }
+    std::uint64_t v = 0;
+    std::uint64_t lo = 0;
+    rsmi_status_t rc = fn_.rsmi_dev_power_cap_get(index(p), 0, &v);
+    if (rc == kRsmiSuccess) r.current_uw = v;
+    if (fn_.rsmi_dev_power_cap_default_get != nullptr &&
+        fn_.rsmi_dev_power_cap_default_get(index(p), &v) == kRsmiSuccess) {
+      r.default_uw = v;
+    }
+    const rsmi_status_t range = fn_.rsmi_dev_power_cap_range_get(index(p), 0, &v, &lo);
+    if (range == kRsmiSuccess) {
+      r.max_uw = v;
+      r.min_uw = lo;
+    }
+    if (rc == kRsmiSuccess) rc = range;
+    if (rc != kRsmiSuccess) r.result = control_of_rsmi(lib_, rc);
+    return r;
+  }
+
+  control_result set_cap(std::size_t p, std::uint64_t uw) override {
+    if (fn_.rsmi_dev_power_cap_set == nullptr) {
+      return {control_status::not_supported, "this ROCm SMI has no rsmi_dev_power_cap_set"};
+    }
+    const rsmi_status_t rc = fn_.rsmi_dev_power_cap_set(index(p), 0, uw);
+    return rc == kRsmiSuccess ? control_result{} : control_of_rsmi(lib_, rc);
+  }
+
   health_reading health(std::size_t p) override {
     using hs = health_switches;
     health_reading h;
@@ -176,6 +226,7 @@ class rocm_smi_source final : public source {
  private:
   static std::uint32_t index(std::size_t p) { return static_cast<std::uint32_t>(p); }
 
+  const library& lib_;
   const rsmi_entry_points& fn_;
   std::vector<health_switches> switches_;
 };

@@ -57,6 +57,11 @@ std::optional<std::string> composite_backend::parent_of_mig(std::string_view mig
   return std::nullopt;
 }
 
+const backend_meta& composite_backend::device_meta(std::size_t i) const {
+  const slot& s = slots_[i];
+  return s.owner->device_meta(s.index);
+}
+
 power_limit_reading composite_backend::read_power_limit(std::size_t i) {
   const slot& s = slots_[i];
   return s.owner->read_power_limit(s.index);

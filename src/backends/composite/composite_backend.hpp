@@ -27,6 +27,7 @@ class composite_backend final : public backend {
   device_capabilities probe_capabilities(std::size_t i) override;
   std::optional<std::string> parent_of_mig(std::string_view mig_uuid) override;
   power_limit_reading read_power_limit(std::size_t i) override;
+  const backend_meta& device_meta(std::size_t i) const override;
   control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override;
 
  private:

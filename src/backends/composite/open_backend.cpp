@@ -23,7 +23,7 @@ constexpr vendor kVendors[] = {
 
 std::unique_ptr<backend> open_vendor(std::string_view name, const backend_options& o) {
   if (name == "nvml") return open_nvml_backend(o.nvml_library);
-  if (name == "amdsmi") return open_amd_backend(o.amdsmi_library);
+  if (name == "amdsmi") return open_amd_backend(o.amdsmi_library, o.rocm_smi_library);
   return open_level_zero_backend(o.level_zero_library);
 }
 

@@ -19,6 +19,7 @@ struct backend_options {
   // empty: JOULES_AMDSMI_LIBRARY or libamd_smi.so, then ROCm SMI (JOULES_ROCM_SMI_LIBRARY or
   // librocm_smi64.so); docs/amd-notes.md §1.
   std::string amdsmi_library;
+  std::string rocm_smi_library;    // set: that ROCm SMI only, not AMD SMI (a restore's)
   std::string level_zero_library;  // empty: JOULES_LEVEL_ZERO_LIBRARY or libze_loader.so.1
   sim_options sim;
   component_options components;

@@ -249,4 +249,34 @@ struct zes_ras_state_t {
 };
 static_assert(sizeof(zes_ras_state_t) == 72);
 
+// Power limits (docs/level-zero-notes.md §7).  zes_power_level_t, zes_limit_unit_t values:
+inline constexpr std::uint32_t kPowerLevelSustained = 1;  // ZES_POWER_LEVEL_SUSTAINED
+inline constexpr std::uint32_t kLimitUnitPower = 2;       // ZES_LIMIT_UNIT_POWER: milliwatts
+inline constexpr zes_structure_type_t kStypePowerLimitExtDesc = 0x27;
+
+// zesPowerGetLimitsExt / zesPowerSetLimitsExt (spec 1.4 and later): one descriptor per limit.
+struct zes_power_limit_ext_desc_t {
+  zes_structure_type_t stype;
+  const void* pNext;
+  std::uint32_t level;      // zes_power_level_t
+  std::uint32_t source;     // zes_power_source_t
+  std::uint32_t limitUnit;  // zes_limit_unit_t
+  ze_bool_t enabledStateLocked;
+  ze_bool_t enabled;
+  ze_bool_t intervalValueLocked;
+  std::int32_t interval;  // ms
+  ze_bool_t limitValueLocked;
+  std::int32_t limit;  // in limitUnit
+};
+static_assert(sizeof(zes_power_limit_ext_desc_t) == 48);
+
+// zesPowerGetLimits / zesPowerSetLimits (deprecated by the Ext calls): the sustained limit (PL1).
+// Their burst and peak limits are passed as null pointers, written `void*` here.
+struct zes_power_sustained_limit_t {
+  ze_bool_t enabled;
+  std::int32_t power;     // mW
+  std::int32_t interval;  // ms
+};
+static_assert(sizeof(zes_power_sustained_limit_t) == 12);
+
 }  // namespace joules::ze

@@ -14,6 +14,7 @@
 
 #include "backends/levelzero/ze_health.hpp"
 #include "backends/levelzero/ze_library.hpp"
+#include "backends/levelzero/ze_power_limit.hpp"
 
 namespace joules::ze {
 namespace {
@@ -104,16 +105,37 @@ class ze_backend final : public backend {
     return health_[i]->read();
   }
 
+  power_limit_reading read_power_limit(std::size_t i) override {
+    if (states_[i].lost) {
+      power_limit_reading r;
+      r.result = {control_status::lost, lib_->error_string(kErrorDeviceLost)};
+      return r;
+    }
+    power_limit_reading r = read_sustained_limit(*lib_, states_[i].limit);
+    if (r.result.status == control_status::lost) states_[i].lost = true;
+    return r;
+  }
+
+  control_result set_power_limit(std::size_t i, std::uint32_t limit_mw) override {
+    if (states_[i].lost) return {control_status::lost, lib_->error_string(kErrorDeviceLost)};
+    control_result r = set_sustained_limit(*lib_, states_[i].limit, limit_mw);
+    if (r.status == control_status::lost) states_[i].lost = true;
+    return r;
+  }
+
   device_capabilities probe_capabilities(std::size_t i) override {
     device_capabilities c;
     (void)health_[i]->read();
     c.health_readings = health_[i]->supported();
+    // The sustained limit and its range can be read: tune may set it (doctor sets nothing).
+    c.power_limit_control = read_power_limit(i).result.ok();
     return c;
   }
 
  private:
   struct device_state {
     std::vector<zes_pwr_handle_t> domains;  // summed: one, or one per stack
+    limit_domain limit;                     // whose sustained limit tune and sweep set
     bool lost = false;
   };
 
@@ -123,7 +145,8 @@ class ze_backend final : public backend {
   }
 
   // The domains whose counters make the GPU's energy (docs/level-zero-notes.md §4).
-  std::vector<zes_pwr_handle_t> energy_domains(zes_device_handle_t dev, device_info& info) {
+  std::vector<zes_pwr_handle_t> energy_domains(zes_device_handle_t dev, device_info& info,
+                                               limit_domain& limit) {
     const entry_points& fn = lib_->fn();
     std::vector<zes_pwr_handle_t> all;
     std::uint32_t n = 0;
@@ -134,14 +157,16 @@ class ze_backend final : public backend {
     if (fn.zesDeviceEnumPowerDomains(dev, &n, all.data()) != kSuccess) return {};
     all.resize(n);
     std::optional<zes_pwr_handle_t> card, package, device_level;
+    int limit_rank = 0;  // of `limit`: 3 card, 2 package, 1 another device-level domain
     std::vector<zes_pwr_handle_t> stacks;
     for (zes_pwr_handle_t h : all) {
       zes_power_properties_t p{};
       p.stype = kStypePowerProperties;
       zes_power_ext_properties_t ext{};
       ext.stype = kStypePowerExtProperties;
-      alignas(8) std::array<std::byte, 256> limit{};  // zes_power_limit_ext_desc_t, if filled
-      ext.defaultLimit = limit.data();
+      alignas(8) std::array<std::byte, 256>
+          default_desc{};  // zes_power_limit_ext_desc_t, if filled
+      ext.defaultLimit = default_desc.data();
       p.pNext = &ext;
       if (fn.zesPowerGetProperties == nullptr || fn.zesPowerGetProperties(h, &p) != kSuccess) {
         continue;
@@ -156,6 +181,12 @@ class ze_backend final : public backend {
       if (p.defaultLimit > 0) info.default_power_limit = watts{p.defaultLimit / 1000.0};
       if (p.minLimit > 0) info.min_power_limit = watts{p.minLimit / 1000.0};
       if (p.maxLimit > 0) info.max_power_limit = watts{p.maxLimit / 1000.0};
+      const int rank =
+          ext.domain == kPowerDomainCard ? 3 : (ext.domain == kPowerDomainPackage ? 2 : 1);
+      if (p.canControl && rank > limit_rank) {
+        limit_rank = rank;
+        limit = {h, p.minLimit, p.maxLimit, p.defaultLimit};
+      }
     }
     // Drivers without the extension (domain unknown): the deprecated card-level call.
     zes_pwr_handle_t h = nullptr;
@@ -204,7 +235,7 @@ class ze_backend final : public backend {
     }
     if (info.name.empty()) info.name = "Intel GPU";
     device_state st;
-    st.domains = energy_domains(dev, info);
+    st.domains = energy_domains(dev, info, st.limit);
     std::uint32_t domains = 0;
     const ze_result_t enum_rc = fn.zesDeviceEnumPowerDomains != nullptr
                                     ? fn.zesDeviceEnumPowerDomains(dev, &domains, nullptr)

@@ -15,7 +15,7 @@ namespace {
 
 constexpr const char* kNoLimits =
     "simulated GPUs have no power limit to set (a model's power does not respond to one); "
-    "tuning needs NVIDIA GPUs through NVML";
+    "tuning needs GPUs whose power limit NVML, AMD SMI, ROCm SMI or Level Zero can set";
 
 // TDPs are the board power limits on each vendor's datasheet.
 constexpr std::array kModels = {
