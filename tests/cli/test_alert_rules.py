@@ -1,22 +1,26 @@
 """deploy/prometheus/joules-rules.yml under `promtool test rules`, with input series that joules
 itself produced: `joules serve` (and `joules wrap --prometheus` for the run rules) runs on fake NVML
 scenarios (a lost GPU, ECC errors, a remap failure, throttling, a lowered power limit, XID
-errors, NVLink down and errors, a straggler, a healthy node), the test scrapes /metrics, turns every scraped sample into a promtool
+errors, NVLink down and errors, a straggler, a healthy node; and serve with a bad change of its
+web configuration), the test scrapes /metrics, turns every scraped sample into a promtool
 input series (the scraped value held for an hour, with the `job` and `instance` labels a
 Prometheus scrape adds), and checks that each alert fires exactly on the series it should and
 that no other alert fires. The recording rules are checked against Prometheus' own arithmetic on
 successive real scrapes."""
+import base64
 import json
 import re
 import shutil
 import subprocess
 import signal
 import time
+import urllib.request
 
 import pytest
 
-from conftest import ROOT, TRAINER, fake_gpus
+from conftest import ROOT, TRAINER, fake_gpus, wait_for
 from exporter_util import Process, parse, serve
+from test_serve_web_config_reload import HASH, PASSWORD, replace
 
 PROMTOOL = shutil.which("promtool")
 RULES = ROOT / "deploy" / "prometheus" / "joules-rules.yml"
@@ -221,6 +225,11 @@ def test_each_alert_fires_on_its_fault_and_none_on_a_healthy_node(tmp):
             s["values"] = "3+1x60"
     cases.append(alert_case("nvlink", series, firing))
 
+    bad_config = scrape_serve_bad_web_config(tmp)
+    firing = {"JoulesWebConfigReloadFailed": labels_of(
+        bad_config, "joules_web_config_last_reload_successful")}
+    cases.append(alert_case("web config", held_series(bad_config, [1]), firing))
+
     _, up = scrape_serve({"devices": [h100()]}, stop_after=True)
     assert up == [1, 0]
     cases.append(alert_case("exporter down", held_series(healthy[0], up),
@@ -235,6 +244,36 @@ def test_each_alert_fires_on_its_fault_and_none_on_a_healthy_node(tmp):
     cases.append(alert_case("straggler", held_series(m, [1]), {"JoulesRunStraggler": straggler}))
 
     run_promtool(tmp, cases)
+
+
+def scrape_serve_bad_web_config(tmp):
+    """A scrape of `joules serve --web-config-file` after its file was changed into a bad one."""
+    config = tmp / "web.yml"
+    config.write_text(f"basic_auth_users:\n  prometheus: {HASH}\n")
+    env, _ = fake_gpus({"devices": [h100()]})
+    p = serve("--interval", "100", "--hostname", "node-1", "--web-config-file", str(config),
+              env=env)
+    auth = base64.b64encode(f"prometheus:{PASSWORD}".encode()).decode()
+
+    def scrape():
+        request = urllib.request.Request(p.url, headers={"Authorization": f"Basic {auth}"})
+        with urllib.request.urlopen(request, timeout=10) as r:
+            return parse(r.read().decode())
+
+    try:
+        replace(config, "basic_auth_users: [not, a, map]\n")
+        p.proc.send_signal(signal.SIGHUP)
+        got = {}
+
+        def failed():
+            got["m"] = scrape()
+            return any(n == "joules_web_config_last_reload_successful" and v == 0
+                       for (n, _), v in got["m"].items())
+
+        assert wait_for(failed, timeout=20.0, step=0.1), "the reload never failed"
+        return got["m"]
+    finally:
+        p.kill()
 
 
 def scrape_wrap_straggler(scrapes=3):
