@@ -15,7 +15,7 @@ import pytest
 import tune_curves as curves
 from conftest import (JOULES, TRAINER, fake_amd, fake_gpus, fake_intel, joules, read_jsonl,
                       wait_for)
-from tune_util import ORIGINAL_MW, parse_journal
+from tune_util import ORIGINAL_MW, journals, limits, parse_journal, state_files
 
 VENDORS = ["amdsmi", "rocm_smi", "levelzero"]
 STEP_MS = 40
@@ -44,29 +44,6 @@ def vendor_env(tmp: pathlib.Path, vendor: str, devices: list[dict]) -> dict:
     env["JOULES_STATE_DIR"] = str(tmp / "journal")
     env["JOULES_POWERCAP_ROOT"] = "/nonexistent-powercap"
     return env
-
-
-def state_files(env: dict) -> list[str]:
-    keys = ("FAKE_NVML_STATE_FILE", "FAKE_AMDSMI_STATE_FILE", "FAKE_ZE_STATE_FILE")
-    return [env[k] for k in keys if k in env]
-
-
-def limits(env: dict) -> dict[str, int]:
-    """uuid -> limit in mW, as the fake drivers hold them (their state files)."""
-    out = {}
-    for name in state_files(env):
-        path = pathlib.Path(name)
-        if not path.exists():
-            continue
-        for line in path.read_text().splitlines():
-            if line and not line.startswith("#"):
-                uuid, mw, _ = line.split()
-                out[uuid] = int(mw)
-    return out
-
-
-def journals(env: dict) -> list[pathlib.Path]:
-    return sorted(pathlib.Path(env["JOULES_STATE_DIR"]).glob("*.journal"))
 
 
 def trainer(env: dict, steps: int, step_ms: float = STEP_MS) -> list[str]:

@@ -25,16 +25,23 @@ def trainer(env: dict, steps: int, step_ms: float = 40, setup_ms: float = 50) ->
             "--setup-ms", str(setup_ms), "--slowdown-file", env["FAKE_NVML_STATE_FILE"]]
 
 
+def state_files(env: dict) -> list[str]:
+    """The state files of the fake drivers `env` names (NVIDIA's, AMD's, Level Zero's)."""
+    keys = ("FAKE_NVML_STATE_FILE", "FAKE_AMDSMI_STATE_FILE", "FAKE_ZE_STATE_FILE")
+    return [env[k] for k in keys if k in env]
+
+
 def limits(env: dict) -> dict[str, int]:
-    """uuid -> limit in mW, as the fake driver holds them (its state file)."""
-    path = pathlib.Path(env["FAKE_NVML_STATE_FILE"])
+    """uuid -> limit in mW, as the fake drivers hold them (their state files)."""
     out = {}
-    if not path.exists():
-        return out
-    for line in path.read_text().splitlines():
-        if line and not line.startswith("#"):
-            uuid, mw, _ = line.split()
-            out[uuid] = int(mw)
+    for name in state_files(env):
+        path = pathlib.Path(name)
+        if not path.exists():
+            continue
+        for line in path.read_text().splitlines():
+            if line and not line.startswith("#"):
+                uuid, mw, _ = line.split()
+                out[uuid] = int(mw)
     return out
 
 
