@@ -127,6 +127,7 @@ std::string library_heading(const backend_meta& m) {
   if (m.backend == "amdsmi") return "AMD SMI";
   if (m.backend == "rocm_smi") return "ROCm SMI";
   if (m.backend == "levelzero") return "Level Zero";
+  if (m.backend == "hlml") return "HLML";
   return "NVML";
 }
 
@@ -143,6 +144,8 @@ void library_lines(std::string& out, const backend_meta& m) {
     version = fmt::format("ROCm SMI {}", unknown(m.library_version));
   } else if (m.backend == "levelzero") {
     version = fmt::format("Level Zero Sysman through {}", unknown(m.library_version));
+  } else if (m.backend == "hlml") {
+    version = fmt::format("HLML {}", unknown(m.library_version));
   } else {
     fmt::format_to(std::back_inserter(out), "  {} · {}\n", shown(m.backend),
                    shown(m.library_version));
