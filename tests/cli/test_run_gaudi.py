@@ -170,3 +170,14 @@ def test_doctor_names_the_library_and_lists_each_device():
     assert {"utilization", "memory", "temperature", "clocks"} <= set(g["health_readings"])
     r = joules("doctor", env=env)
     assert "HLML\n" in r.stdout and "Intel GPU 0  HL-225" in r.stdout
+
+
+def test_doctor_points_a_slow_gaudi_at_hl_smi_and_the_habanalabs_log():
+    # Device 1 answers each HLML call after 100 ms: a slow driver, with Habana's tools as the fix.
+    env, _ = fake_gaudi({"devices": [gaudi({"type": "constant", "watts": 450}),
+                                     gaudi({"type": "constant", "watts": 450}, latency_us=100_000)]})
+    r = joules("doctor", "--json", env=env)
+    rep = json.loads(r.stdout)
+    (slow,) = [f for f in rep["findings"] if f["code"] == "slow_driver"]
+    assert slow["gpu"] == 1
+    assert "hl-smi" in slow["fix"] and "habanalabs" in slow["fix"] and "xpu-smi" not in slow["fix"]

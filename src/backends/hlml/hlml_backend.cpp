@@ -194,6 +194,7 @@ class hlml_backend final : public backend {
     const auto& fn = lib_->fn();
     device_info info;
     info.vendor = "intel";
+    info.architecture = "gaudi";  // every device HLML lists is a Gaudi (docs/hlml-notes.md §5)
     info.index = index;
     // The Habana container runtime exposes only the devices of HABANA_VISIBLE_DEVICES to the
     // container, so HLML lists only those (docs/hlml-notes.md §5): no variable is applied again.
