@@ -181,3 +181,24 @@ def test_doctor_points_a_slow_gaudi_at_hl_smi_and_the_habanalabs_log():
     (slow,) = [f for f in rep["findings"] if f["code"] == "slow_driver"]
     assert slow["gpu"] == 1
     assert "hl-smi" in slow["fix"] and "habanalabs" in slow["fix"] and "xpu-smi" not in slow["fix"]
+
+
+@pytest.mark.parametrize("selector", ["1", "intel:1", "01-01-gaudi-0000-0000-00000000",
+                                      "0000:29:00.0"])
+def test_gpus_picks_a_device_by_index_uuid_or_pci_address(selector):
+    env, _ = fake_gaudi({"devices": [gaudi({"type": "constant", "watts": 300}),
+                                     gaudi({"type": "constant", "watts": 400})]})
+    r = joules("monitor", "--json", "--once", "--gpus", selector, env=env)
+    assert r.returncode == 0, r.stderr
+    assert [d["index"] for d in json.loads(r.stdout.splitlines()[-1])["devices"]] == [1]
+
+
+def test_intel_gpu_visibility_variables_leave_gaudi_devices_alone():
+    # HLML lists what the Habana container runtime left the container (docs/hlml-notes.md §5);
+    # Level Zero's ZE_AFFINITY_MASK is about Intel GPUs, not Gaudi.
+    env, _ = fake_gaudi({"devices": [gaudi({"type": "constant", "watts": 300}),
+                                     gaudi({"type": "constant", "watts": 400})]})
+    env["ZE_AFFINITY_MASK"] = "0"
+    r = joules("monitor", "--json", "--once", env=env)
+    assert r.returncode == 0, r.stderr
+    assert [d["index"] for d in json.loads(r.stdout.splitlines()[-1])["devices"]] == [0, 1]
