@@ -52,6 +52,7 @@ std::string power_source_text(const device_info& d) {
     case power_source::field_instant:
       return "instantaneous (NVML_FI_DEV_POWER_INSTANT)";
     case power_source::power_usage:
+      if (d.architecture == "gaudi") return "hlml_device_get_power_usage (HLML)";
       return d.power_window ? "1 s average (nvmlDeviceGetPowerUsage)"
                             : "instantaneous (nvmlDeviceGetPowerUsage)";
     case power_source::socket_current:

@@ -170,6 +170,7 @@ def test_doctor_names_the_library_and_lists_each_device():
     assert {"utilization", "memory", "temperature", "clocks"} <= set(g["health_readings"])
     r = joules("doctor", env=env)
     assert "HLML\n" in r.stdout and "Intel GPU 0  HL-225" in r.stdout
+    assert "hlml_device_get_power_usage" in r.stdout and "nvml" not in r.stdout
 
 
 def test_doctor_points_a_slow_gaudi_at_hl_smi_and_the_habanalabs_log():
