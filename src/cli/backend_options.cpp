@@ -1,4 +1,5 @@
-// --backend, --nvml-library, --amdsmi-library, --level-zero-library, --sim-*, --gpus,
+// --backend, --nvml-library, --amdsmi-library, --level-zero-library, --hlml-library, --sim-*,
+// --gpus,
 // --components, --estimate-cpu, --cpu-tdp.
 
 #include <fmt/format.h>
@@ -21,10 +22,11 @@ void declare_backend(options::option_table& t, backend_options& out) {
   t.group(kMeasurement);
   t.choice("backend", "NAME",
            "Where readings come from: auto (every GPU library present: NVML, AMD SMI or ROCm "
-           "SMI, Level Zero; fails with a clear message when none has a GPU), nvml, amdsmi, "
-           "levelzero, or sim (simulated GPUs, a documented model for trying joules without a "
+           "SMI, Level Zero, HLML; fails with a clear message when none has a GPU), nvml, amdsmi, "
+           "levelzero, hlml (Intel Gaudi), or sim (simulated GPUs, a documented model for trying "
+           "joules without a "
            "GPU).",
-           "auto", {"auto", "nvml", "amdsmi", "levelzero", "sim"}, out.name);
+           "auto", {"auto", "nvml", "amdsmi", "levelzero", "hlml", "sim"}, out.name);
   t.text("nvml-library", 0, "PATH", "The NVML library to load.",
          "JOULES_NVML_LIBRARY, else libnvidia-ml.so.1 from the loader's search path",
          [&out](const std::string& v) { out.nvml_library = v; });
@@ -35,6 +37,10 @@ void declare_backend(options::option_table& t, backend_options& out) {
   t.text("level-zero-library", 0, "PATH", "The Level Zero loader to load.",
          "JOULES_LEVEL_ZERO_LIBRARY, else libze_loader.so.1 from the loader's search path",
          [&out](const std::string& v) { out.level_zero_library = v; });
+  t.text("hlml-library", 0, "PATH", "The HLML library (Intel Gaudi) to load.",
+         "JOULES_HLML_LIBRARY, else libhlml.so from the loader's search path or "
+         "/usr/lib/habanalabs",
+         [&out](const std::string& v) { out.hlml_library = v; });
 }
 
 void declare_sim(options::option_table& t, backend_options& out) {

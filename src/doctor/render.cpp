@@ -52,6 +52,7 @@ std::string power_source_text(const device_info& d) {
     case power_source::field_instant:
       return "instantaneous (NVML_FI_DEV_POWER_INSTANT)";
     case power_source::power_usage:
+      if (d.architecture == "gaudi") return "hlml_device_get_power_usage (HLML)";
       return d.power_window ? "1 s average (nvmlDeviceGetPowerUsage)"
                             : "instantaneous (nvmlDeviceGetPowerUsage)";
     case power_source::socket_current:
@@ -127,6 +128,7 @@ std::string library_heading(const backend_meta& m) {
   if (m.backend == "amdsmi") return "AMD SMI";
   if (m.backend == "rocm_smi") return "ROCm SMI";
   if (m.backend == "levelzero") return "Level Zero";
+  if (m.backend == "hlml") return "HLML";
   return "NVML";
 }
 
@@ -143,6 +145,8 @@ void library_lines(std::string& out, const backend_meta& m) {
     version = fmt::format("ROCm SMI {}", unknown(m.library_version));
   } else if (m.backend == "levelzero") {
     version = fmt::format("Level Zero Sysman through {}", unknown(m.library_version));
+  } else if (m.backend == "hlml") {
+    version = fmt::format("HLML {}", unknown(m.library_version));
   } else {
     fmt::format_to(std::back_inserter(out), "  {} · {}\n", shown(m.backend),
                    shown(m.library_version));

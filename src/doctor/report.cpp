@@ -18,6 +18,10 @@ std::string slow_fix(const device_info& d) {
         "for the GPU's state; if it stays slow, drain the node and reboot",
         d.index);
   }
+  if (d.vendor == "intel" && d.architecture == "gaudi") {
+    return "check the kernel log (dmesg) for habanalabs errors and hl-smi for the device's "
+           "state; if it stays slow, drain the node and reboot";
+  }
   if (d.vendor == "intel") {
     return fmt::format(
         "check the kernel log (dmesg) for i915 or xe errors and xpu-smi stats -d "

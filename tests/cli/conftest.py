@@ -16,6 +16,7 @@ TRAINER = str(BUILD / "examples" / "joules-toy-trainer")
 FAKE_NVML_DIR = pathlib.Path(os.environ.get("FAKE_NVML_DIR", BUILD / "tests" / "fake_nvml"))
 FAKE_AMDSMI_DIR = BUILD / "tests" / "fake_amdsmi"
 FAKE_ZE_DIR = BUILD / "tests" / "fake_level_zero"
+FAKE_HLML_DIR = BUILD / "tests" / "fake_hlml"
 SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
 # Bounds on energy whose edges are placed by reads that must come on time (stepped counters):
 # under a sanitizer joules runs several times slower, beside other trees' builds and the
@@ -38,8 +39,9 @@ os.environ["JOULES_POWERCAP_ROOT"] = str(ROOT / "tests" / "fixtures" / "powercap
 os.environ.pop("JOULES_REGION", None)
 # Likewise the host's own GPU libraries: `--backend auto` opens every vendor's it finds, and a
 # test of one vendor's fake must not read a real GPU of another.  Each test names the fakes it
-# uses (fake_gpus, fake_amd, fake_intel).
-for _name in ("JOULES_AMDSMI_LIBRARY", "JOULES_ROCM_SMI_LIBRARY", "JOULES_LEVEL_ZERO_LIBRARY"):
+# uses (fake_gpus, fake_amd, fake_intel, fake_gaudi).
+for _name in ("JOULES_AMDSMI_LIBRARY", "JOULES_ROCM_SMI_LIBRARY", "JOULES_LEVEL_ZERO_LIBRARY",
+              "JOULES_HLML_LIBRARY"):
     os.environ[_name] = NO_LIBRARY
 for _name in ("ROCR_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ZE_AFFINITY_MASK",
               "ZE_FLAT_DEVICE_HIERARCHY", "ZES_ENABLE_SYSMAN"):
@@ -152,6 +154,19 @@ def fake_intel(scenario, epoch_before_s=10.0, variant="full"):
         "JOULES_LEVEL_ZERO_LIBRARY": str(FAKE_ZE_DIR / variant / "libze_loader.so.1"),
         "FAKE_ZE_SCENARIO": json.dumps(scenario),
         "FAKE_ZE_EPOCH_NS": str(epoch_ns),
+    }
+    return env, epoch_ns
+
+
+def fake_gaudi(scenario, epoch_before_s=10.0):
+    """Environment that points joules at the fake HLML (tests/fake_hlml) with `scenario`, and at
+    no NVML.  Returns (env, epoch_ns)."""
+    epoch_ns = time.monotonic_ns() - int(epoch_before_s * 1e9)
+    env = {
+        "JOULES_NVML_LIBRARY": NO_LIBRARY,
+        "JOULES_HLML_LIBRARY": str(FAKE_HLML_DIR / "libhlml.so"),
+        "FAKE_HLML_SCENARIO": json.dumps(scenario),
+        "FAKE_HLML_EPOCH_NS": str(epoch_ns),
     }
     return env, epoch_ns
 

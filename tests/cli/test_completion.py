@@ -39,7 +39,7 @@ def test_bash_completes_commands_options_values_and_files(tmp):
     assert bash_complete(path, "joules", "wr") == ["wrap"]
     assert bash_complete(path, "joules", "run", "--ba") == ["--backend"]
     assert bash_complete(path, "joules", "run", "--backend", "") == [
-        "auto", "nvml", "amdsmi", "levelzero", "sim"]
+        "auto", "nvml", "amdsmi", "levelzero", "hlml", "sim"]
     assert bash_complete(path, "joules", "wrap", "--backend", "s") == ["sim"]
     assert "--only-steps" in bash_complete(path, "joules", "steps", "--")
     assert bash_complete(path, "joules", "steps", "tra") == ["train.log"]
@@ -64,7 +64,7 @@ def test_fish_completes_commands_options_and_values(tmp):
     assert offered("joules run --ba") == ["--backend"]
     # fish sorts what it offers.
     assert sorted(offered("joules run --backend ")) == [
-        "amdsmi", "auto", "levelzero", "nvml", "sim"]
+        "amdsmi", "auto", "hlml", "levelzero", "nvml", "sim"]
     assert "--only-steps" in offered("joules steps --o")
     assert sorted(offered("joules completion ")) == ["bash", "fish", "zsh"]
 

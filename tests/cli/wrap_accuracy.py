@@ -23,7 +23,7 @@ sys.path.insert(0, str(HERE.parent / "fake_common"))
 import power  # noqa: E402  (tests/fake_common/power.py)
 import scenario as fake  # noqa: E402  (tests/fake_nvml/scenario.py)
 
-VENDORS = ("nvidia", "amd", "intel")
+VENDORS = ("nvidia", "amd", "intel", "gaudi")
 
 PY_TRAINER = HERE / "children" / "py_trainer.py"
 
@@ -47,13 +47,17 @@ def vendor_env(vendor, fake_nvml_dir, scenario_path, epoch_ns):
     build = pathlib.Path(fake_nvml_dir).parent
     none = str(HERE / "no-such-library.so")
     env = {"JOULES_NVML_LIBRARY": none, "JOULES_AMDSMI_LIBRARY": none,
-           "JOULES_ROCM_SMI_LIBRARY": none, "JOULES_LEVEL_ZERO_LIBRARY": none}
+           "JOULES_ROCM_SMI_LIBRARY": none, "JOULES_LEVEL_ZERO_LIBRARY": none,
+           "JOULES_HLML_LIBRARY": none}
     if vendor == "nvidia":
         env.update({"JOULES_NVML_LIBRARY": str(pathlib.Path(fake_nvml_dir) / "full" / "libnvidia-ml.so.1"),
                     "FAKE_NVML_SCENARIO": str(scenario_path), "FAKE_NVML_EPOCH_NS": str(epoch_ns)})
     elif vendor == "amd":
         env.update({"JOULES_AMDSMI_LIBRARY": str(build / "fake_amdsmi" / "amdsmi" / "libamd_smi.so"),
                     "FAKE_AMDSMI_SCENARIO": str(scenario_path), "FAKE_AMDSMI_EPOCH_NS": str(epoch_ns)})
+    elif vendor == "gaudi":
+        env.update({"JOULES_HLML_LIBRARY": str(build / "fake_hlml" / "libhlml.so"),
+                    "FAKE_HLML_SCENARIO": str(scenario_path), "FAKE_HLML_EPOCH_NS": str(epoch_ns)})
     else:
         env.update({"JOULES_LEVEL_ZERO_LIBRARY": str(build / "fake_level_zero" / "full" / "libze_loader.so.1"),
                     "FAKE_ZE_SCENARIO": str(scenario_path), "FAKE_ZE_EPOCH_NS": str(epoch_ns)})

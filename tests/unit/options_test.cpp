@@ -89,7 +89,7 @@ TEST(Options, BadInputNamesTheValueAndWhatIsAccepted) {
   expect_error({"--intervl", "5", "true"},
                "unknown option '--intervl' for joules run (did you mean --interval?)");
   expect_error({"--backend", "simm", "true"},
-               "expected auto, nvml, amdsmi, levelzero or sim (did you mean sim?)");
+               "expected auto, nvml, amdsmi, levelzero, hlml or sim (did you mean sim?)");
   expect_error({"--interval"}, "--interval needs a value (MS)");
   expect_error({"--interval", "0", "true"},
                "--interval '0': expected a whole number of milliseconds from 1 to 60000");
@@ -100,7 +100,7 @@ TEST(Options, BadInputNamesTheValueAndWhatIsAccepted) {
   expect_error({"--label", "run_id=x", "true"}, "run_id is set by joules itself; use --run-id");
   expect_error({"--label", "a=1", "--label", "a=2", "true"}, "label a is given twice");
   expect_error({"--backend", "cuda", "true"},
-               "--backend 'cuda': expected auto, nvml, amdsmi, levelzero or sim");
+               "--backend 'cuda': expected auto, nvml, amdsmi, levelzero, hlml or sim");
   expect_error({"--sim-gpus", "4", "true"}, "--sim-gpus applies only with --backend sim");
   expect_error({"--backend", "sim", "--sim-gpus", "0", "true"}, "--sim-gpus '0'");
   expect_error({"--backend", "sim", "--sim-profile", "busy", "true"}, "--sim-profile 'busy'");
@@ -172,7 +172,7 @@ TEST(Options, HelpListsEveryOptionWithItsConstraints) {
   }
   EXPECT_NE(run.find("(default: 100; 20 when a GPU has no energy counter)"), std::string::npos);
   EXPECT_NE(run.find("From 1 to 60000."), std::string::npos);
-  EXPECT_NE(run.find("One of auto, nvml, amdsmi, levelzero or sim."), std::string::npos);
+  EXPECT_NE(run.find("One of auto, nvml, amdsmi, levelzero, hlml or sim."), std::string::npos);
   EXPECT_NE(run.find("Only with --backend sim."), std::string::npos);
   EXPECT_NE(run.find("Only with --otlp."), std::string::npos);
 }

@@ -4,6 +4,7 @@
 
 #include "backends/amdsmi/amd_backend.hpp"
 #include "backends/composite/composite_backend.hpp"
+#include "backends/hlml/hlml_backend.hpp"
 #include "backends/levelzero/ze_backend.hpp"
 #include "backends/nvml/nvml_backend.hpp"
 #include "backends/rapl/cpu_backend.hpp"
@@ -19,11 +20,12 @@ struct vendor {
   const char* library;  // the library, as people know it
 };
 constexpr vendor kVendors[] = {
-    {"nvml", "NVML"}, {"amdsmi", "AMD SMI"}, {"levelzero", "Level Zero"}};
+    {"nvml", "NVML"}, {"amdsmi", "AMD SMI"}, {"levelzero", "Level Zero"}, {"hlml", "HLML"}};
 
 std::unique_ptr<backend> open_vendor(std::string_view name, const backend_options& o) {
   if (name == "nvml") return open_nvml_backend(o.nvml_library);
   if (name == "amdsmi") return open_amd_backend(o.amdsmi_library, o.rocm_smi_library);
+  if (name == "hlml") return open_hlml_backend(o.hlml_library);
   return open_level_zero_backend(o.level_zero_library);
 }
 
@@ -54,8 +56,8 @@ std::vector<std::unique_ptr<backend>> open_gpu_backends(const backend_options& o
     return out;
   }
   if (options.name != "auto") {
-    throw usage_error(
-        fmt::format("--backend '{}': expected auto, nvml, amdsmi, levelzero or sim", options.name));
+    throw usage_error(fmt::format(
+        "--backend '{}': expected auto, nvml, amdsmi, levelzero, hlml or sim", options.name));
   }
   // Every library present, each on its own: a node of two vendors reads both, and a library
   // that is absent (most nodes have one vendor) costs one failed dlopen.
@@ -87,7 +89,8 @@ std::vector<std::unique_ptr<backend>> open_gpu_backends(const backend_options& o
   }
   throw no_device_error(
       fmt::format("found no GPU library: {}; is a GPU driver installed? Set JOULES_NVML_LIBRARY, "
-                  "JOULES_AMDSMI_LIBRARY or JOULES_LEVEL_ZERO_LIBRARY to its library, or {}",
+                  "JOULES_AMDSMI_LIBRARY, JOULES_LEVEL_ZERO_LIBRARY or JOULES_HLML_LIBRARY to its "
+                  "library, or {}",
                   fmt::join(absent, "; "), kSimHint));
 }
 

@@ -251,7 +251,8 @@ std::string driver_of(const backend_meta& meta, std::string_view vendor) {
   for (const auto& p : meta.parts) {
     const bool amd = p.backend == "amdsmi" || p.backend == "rocm_smi";
     if ((vendor == "nvidia" && (p.backend == "nvml" || p.backend == "sim")) ||
-        (vendor == "amd" && amd) || (vendor == "intel" && p.backend == "levelzero"))
+        (vendor == "amd" && amd) ||
+        (vendor == "intel" && (p.backend == "levelzero" || p.backend == "hlml")))
       return p.driver_version;
   }
   return {};
