@@ -266,9 +266,10 @@ def test_wrap_step_metrics_in_prometheus_match_the_trainers_steps(fleet):
         truth = sum(truth_j(WRAP, i, fleet.wrap_epoch, stamps[n - 2], stamps[n - 1])
                     for i in range(2))
         # The line's arrival at joules trails the trainer's stamp by the pty's latency and, on a
-        # loaded test machine, a scheduler wake-up, at both ends of the step; 5 ms of the
-        # 700 W draw, plus 1 %.
-        assert e == pytest.approx(truth, abs=700 * 0.005 + 0.01 * truth), (n, e, truth)
+        # loaded test machine, a scheduler wake-up, at both ends of the step: 10 ms of the
+        # 700 W draw (the timing tests run four at a time on two cores, where 8 ms was seen),
+        # plus 1 %.  The per-step accuracy itself is bounded in test_wrap_accuracy.py.
+        assert e == pytest.approx(truth, abs=700 * 0.010 + 0.01 * truth), (n, e, truth)
         checked += 1
     assert checked >= 5
     # And the same through PromQL: energy per step over the steps scraped.
