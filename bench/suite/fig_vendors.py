@@ -1,6 +1,7 @@
 """joules on each vendor's GPUs: the per-step energy error and the sampler's CPU, NVIDIA beside
-AMD (AMD SMI) and Intel (Level Zero Sysman), each through its fake library (tests/fake_nvml,
-tests/fake_amdsmi, tests/fake_level_zero), 8 GPUs, 20 µs a library call.
+AMD (AMD SMI), Intel GPUs (Level Zero Sysman) and Intel Gaudi (HLML), each through its fake library
+(tests/fake_nvml, tests/fake_amdsmi, tests/fake_level_zero, tests/fake_hlml), 8 devices, 20 µs a
+library call.
 
 Per-step error: tests/cli/wrap_accuracy.measure with `vendor` set (the Python child, steps of
 100 ms ±40 %, power piecewise constant on 20 ms segments between 100 and 700 W, the energy
@@ -27,9 +28,11 @@ NAME = "vendors"
 BUILD_TARGETS: tuple = ()  # none of the extra programs
 # The other vendors' fakes, with the CMake targets that build them.
 NEEDS = {FAKE_DIR.parent / "fake_amdsmi" / "amdsmi" / "libamd_smi.so": "fake_amdsmi_amdsmi",
-         FAKE_DIR.parent / "fake_level_zero" / "full" / "libze_loader.so.1": "fake_level_zero_full"}
+         FAKE_DIR.parent / "fake_level_zero" / "full" / "libze_loader.so.1": "fake_level_zero_full",
+         FAKE_DIR.parent / "fake_hlml" / "libhlml.so": "fake_hlml"}
 GPUS, LATENCY_US = 8, 20
-VENDORS = {"nvidia": "NVIDIA (NVML)", "amd": "AMD (AMD SMI)", "intel": "Intel (Level Zero)"}
+VENDORS = {"nvidia": "NVIDIA (NVML)", "amd": "AMD (AMD SMI)", "intel": "Intel (Level Zero)",
+           "gaudi": "Intel Gaudi (HLML)"}
 
 
 def _env(vendor: str, scenario_path, epoch_ns: int) -> dict:

@@ -18,7 +18,7 @@ namespace joules::session {
 
 int tune(const measure_settings& settings, const wrap_settings& steps, const wrap_output& output,
          const tune_settings& tune) {
-  tune_hooks hooks(settings, steps, tune);
+  tune_hooks hooks(steps, tune);
   return wrap(settings, steps, output, &hooks);
 }
 

@@ -34,8 +34,7 @@ std::string control_hint(const control_result& r) {
 
 }  // namespace
 
-tune_hooks::tune_hooks(const measure_settings& ms, const wrap_settings& ws, const tune_settings& ts)
-    : ms_(ms), ws_(ws), ts_(ts) {
+tune_hooks::tune_hooks(const wrap_settings& ws, const tune_settings& ts) : ws_(ws), ts_(ts) {
   if (ws_.total_steps) total_steps_ = ws_.total_steps;
 }
 

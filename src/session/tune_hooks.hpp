@@ -34,7 +34,7 @@ inline double watts_of(std::uint32_t mw) {
 
 class tune_hooks final : public wrap_hooks {
  public:
-  tune_hooks(const measure_settings& ms, const wrap_settings& ws, const tune_settings& ts);
+  tune_hooks(const wrap_settings& ws, const tune_settings& ts);
   ~tune_hooks() override;
 
   std::string_view subcommand() const override { return "tune"; }
@@ -65,7 +65,6 @@ class tune_hooks final : public wrap_hooks {
 
   // Records decided before the command started, written once session_start is.
   std::vector<std::string> early_records_;
-  const measure_settings& ms_;
   wrap_settings ws_;
   tune_settings ts_;
   state state_ = state::unavailable;
