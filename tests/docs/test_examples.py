@@ -319,11 +319,21 @@ def document_of(e: example) -> str:
     return e.where.rsplit(":", 1)[0]
 
 
+# The documents whose examples reach the docs' stand-in inference server on its one address: its
+# `vllm` starts that server on 127.0.0.1:8000 for the command's time, so two such examples must
+# never run at once.
+PORT_8000_DOCS = {document_of(e) for e in EXAMPLES if "127.0.0.1:8000" in e.command}
+
+
 def shard_group(item) -> str:
     """The examples of one document run in one shard, in order: later ones read the files earlier
-    ones write (tests/support/joules_shard.py)."""
+    ones write (tests/support/joules_shard.py); those of every document in PORT_8000_DOCS, one
+    shard for them all."""
     e = getattr(item, "callspec", None) and item.callspec.params.get("e")
-    return document_of(e) if e else item.nodeid
+    if not e:
+        return item.nodeid
+    document = document_of(e)
+    return "127.0.0.1:8000" if document in PORT_8000_DOCS else document
 
 
 @pytest.mark.parametrize("e", EXAMPLES, ids=repr)

@@ -114,7 +114,8 @@ TEST(HealthFindings, NvlinkDownAndErrorsThatGrow) {
   h.nvlink_links[0].crc_flit_errors = 0;
   h.nvlink_links[2].crc_flit_errors = 10;
   h.nvlink_links[2].replay_errors = 2;
-  const auto* rising = find(health_findings(gpu(), h), "nvlink_errors_rising");
+  const auto findings = health_findings(gpu(), h);
+  const auto* rising = find(findings, "nvlink_errors_rising");
   ASSERT_NE(rising, nullptr);
   EXPECT_NE(rising->message.find("on link 2 (12)"), std::string::npos) << rising->message;
   EXPECT_EQ(rising->message.find("link 0"), std::string::npos) << rising->message;
