@@ -1,11 +1,11 @@
 """`joules run` against the fake AMD SMI and ROCm SMI (tests/fake_amdsmi): joules' real AMD code
 path, held to exact truth as test_run_nvml.py holds NVIDIA's."""
 import json
-import random
 
 import pytest
 
 from conftest import EDGE_SLACK, device_truth_j, fake_amd, fake_gpus, joules, truth_j
+from vendor_run import assert_exact, random_segments, run_records
 
 
 def mi300(power, **extra):
@@ -14,34 +14,15 @@ def mi300(power, **extra):
     return d
 
 
-def run_json(scenario, *args, cmd=("sleep", "2"), rocm_smi=False, env_extra=None):
-    env, epoch = fake_amd(scenario, rocm_smi=rocm_smi)
-    if env_extra:
-        env.update(env_extra)
-    r = joules("run", "--json", *args, "--", *cmd, env=env)
-    records = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
-    return r, records, epoch
-
-
-def random_segments(seed, seconds=40.0, dt_s=0.02):
-    rng = random.Random(seed)
-    return {"type": "segments", "start_s": 0.0, "dt_s": dt_s,
-            "watts": [round(rng.uniform(100, 700), 3) for _ in range(int(seconds / dt_s))]}
-
-
-def assert_exact(scenario, records, epoch, rel=1e-3):
-    end = records[-1]
-    for i, d in enumerate(end["devices"]):
-        truth = device_truth_j(scenario["devices"][i], epoch, end["start_monotonic_s"],
-                               end["end_monotonic_s"])
-        assert d["energy_j"] == pytest.approx(truth, rel=rel * EDGE_SLACK), (i, d, truth)
+def run_json(scenario, *args, rocm_smi=False, **kw):
+    return run_records(*fake_amd(scenario, rocm_smi=rocm_smi), *args, **kw)
 
 
 @pytest.mark.parametrize("counter", [{"update_ms": 1}, {"update_ms": 100, "phase_ms": 37}])
 def test_total_energy_from_the_accumulator_is_exact_to_a_tenth_of_a_percent(counter):
     # The accumulator counts 2^-16 J while the library reports 15.3 µJ (docs/amd-notes.md §3):
     # a joules that multiplied by the reported value would be 0.27 % high and fail here.
-    scenario = {"devices": [mi300(random_segments(1), energy_counter=counter),
+    scenario = {"devices": [mi300(random_segments(1, high=700), energy_counter=counter),
                             mi300({"type": "square", "low_w": 150, "high_w": 650, "period_s": 0.3},
                                   energy_counter=counter)]}
     # 10 s, as test_run_nvml.py's twin: the sampler's first reading after the run's end can come
@@ -142,7 +123,7 @@ def test_a_partitioned_gpu_is_one_device_read_through_its_primary_partition():
 
 
 def test_rocm_smi_is_the_fallback_without_amd_smi():
-    scenario = {"devices": [mi300(random_segments(2)), mi300({"type": "constant", "watts": 250})]}
+    scenario = {"devices": [mi300(random_segments(2, high=700)), mi300({"type": "constant", "watts": 250})]}
     r, records, epoch = run_json(scenario, cmd=("sleep", "3"), rocm_smi=True)
     assert r.returncode == 0, r.stderr
     start, end = records

@@ -1,13 +1,13 @@
 """`joules run` against the fake HLML (tests/fake_hlml): joules' real Intel Gaudi code path, held
 to exact truth as test_run_amd.py holds AMD's."""
 import json
-import random
 import signal
 
 import pytest
 
-from conftest import EDGE_SLACK, NO_LIBRARY, device_truth_j, fake_gaudi, joules
+from conftest import EDGE_SLACK, NO_LIBRARY, fake_gaudi, joules
 from exporter_util import one, parse, serve, series
+from vendor_run import assert_exact, random_segments, run_records
 
 
 def gaudi(power, **extra):
@@ -16,27 +16,8 @@ def gaudi(power, **extra):
     return d
 
 
-def run_json(scenario, *args, cmd=("sleep", "2"), env_extra=None):
-    env, epoch = fake_gaudi(scenario)
-    if env_extra:
-        env.update(env_extra)
-    r = joules("run", "--json", *args, "--", *cmd, env=env)
-    records = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
-    return r, records, epoch
-
-
-def random_segments(seed, seconds=40.0, dt_s=0.02):
-    rng = random.Random(seed)
-    return {"type": "segments", "start_s": 0.0, "dt_s": dt_s,
-            "watts": [round(rng.uniform(100, 600), 3) for _ in range(int(seconds / dt_s))]}
-
-
-def assert_exact(scenario, records, epoch, rel=1e-3):
-    end = records[-1]
-    for i, d in enumerate(end["devices"]):
-        truth = device_truth_j(scenario["devices"][i], epoch, end["start_monotonic_s"],
-                               end["end_monotonic_s"])
-        assert d["energy_j"] == pytest.approx(truth, rel=rel * EDGE_SLACK), (i, d, truth)
+def run_json(scenario, *args, **kw):
+    return run_records(*fake_gaudi(scenario), *args, **kw)
 
 
 @pytest.mark.parametrize("counter", [{"update_ms": 10}, {"update_ms": 100, "phase_ms": 37}])

@@ -1,11 +1,11 @@
 """`joules run` against the fake Level Zero loader (tests/fake_level_zero): joules' real Sysman
 code path, held to exact truth as test_run_nvml.py holds NVIDIA's."""
 import json
-import random
 
 import pytest
 
-from conftest import EDGE_SLACK, device_truth_j, fake_intel, joules
+from conftest import EDGE_SLACK, fake_intel
+from vendor_run import assert_exact, random_segments, run_records
 
 
 def max1550(power, **extra):
@@ -15,27 +15,8 @@ def max1550(power, **extra):
     return d
 
 
-def run_json(scenario, *args, cmd=("sleep", "2"), variant="full", env_extra=None):
-    env, epoch = fake_intel(scenario, variant=variant)
-    if env_extra:
-        env.update(env_extra)
-    r = joules("run", "--json", *args, "--", *cmd, env=env)
-    records = [json.loads(line) for line in r.stderr.splitlines() if line.startswith("{")]
-    return r, records, epoch
-
-
-def random_segments(seed, seconds=40.0, dt_s=0.02):
-    rng = random.Random(seed)
-    return {"type": "segments", "start_s": 0.0, "dt_s": dt_s,
-            "watts": [round(rng.uniform(100, 600), 3) for _ in range(int(seconds / dt_s))]}
-
-
-def assert_exact(scenario, records, epoch, rel=1e-3):
-    end = records[-1]
-    for i, d in enumerate(end["devices"]):
-        truth = device_truth_j(scenario["devices"][i], epoch, end["start_monotonic_s"],
-                               end["end_monotonic_s"])
-        assert d["energy_j"] == pytest.approx(truth, rel=rel * EDGE_SLACK), (i, d, truth)
+def run_json(scenario, *args, variant="full", **kw):
+    return run_records(*fake_intel(scenario, variant=variant), *args, **kw)
 
 
 @pytest.mark.parametrize("counter", [{"update_ms": 0}, {"update_ms": 1}])
