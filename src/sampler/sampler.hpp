@@ -229,6 +229,8 @@ class sampler {
   std::vector<std::optional<double>> learn_previous_;
   std::vector<mono_time> learn_next_;
   std::vector<std::chrono::seconds> learn_wait_;
+  // read_round(): how long each device's reads usually take (seconds; 0 before the first).
+  std::vector<double> usual_span_s_;
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};

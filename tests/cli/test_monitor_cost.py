@@ -24,6 +24,9 @@ SLOW_S = 5.0  # the slow tier's period (src/backends/nvml/nvml_health.hpp)
 # the stretch measured.
 FAST_PER_READ = 12
 BUDGET_PER_S = 29.0
+# A read that a busy machine stretched past a millisecond is taken again (src/sampler/sampler.cpp):
+# two such rereads of a device's reading (one call each) are allowed for over a run.
+REREADS = 2
 PER_SECOND = ("nvmlDeviceGetProcessUtilization", "nvmlDeviceGetEncoderUtilization",
               "nvmlDeviceGetDecoderUtilization")
 SLOW_TIER = ("nvmlDeviceGetPersistenceMode", "nvmlDeviceGetCurrPcieLinkWidth",
@@ -99,7 +102,7 @@ def test_nvml_calls_per_gpu_per_second_keep_to_the_budget(tmp):
     assert reads >= 12, runs
     per_read = (sum(long_.values()) - sum(short.values())) / reads
     per_s = per_read / INTERVAL_S
-    assert per_s <= BUDGET_PER_S, (per_s, runs)
+    assert per_s <= BUDGET_PER_S + REREADS / reads / INTERVAL_S, (per_s, runs)
     assert per_read >= FAST_PER_READ, (per_read, runs)  # the count is of something
     slow = sum(long_.get(n, 0) - short.get(n, 0) for n in SLOW_TIER)
     per_second = sum(long_.get(n, 0) - short.get(n, 0) for n in PER_SECOND)
@@ -108,15 +111,17 @@ def test_nvml_calls_per_gpu_per_second_keep_to_the_budget(tmp):
         each = long_.get(name, 0) - short.get(name, 0)
         assert 0 < each <= reads * INTERVAL_S + 1, (name, each, reads)
     fast_per_read = (sum(long_.values()) - sum(short.values()) - slow - per_second) / reads
-    assert fast_per_read <= FAST_PER_READ + 2 / reads, (fast_per_read, runs)  # ±1 power tick
+    # ±1 power tick, and the rereads.
+    assert fast_per_read <= FAST_PER_READ + (2 + REREADS) / reads, (fast_per_read, runs)
     # The slow tier comes from the field-values call: its getters are never needed here.
     for name in SLOW_GETTERS:
         assert name not in long_, (name, long_)
     # Persistence mode has no field: read at the first read and every 4.5 to 5 s after it.
     assert long_["nvmlDeviceGetPersistenceMode"] <= 3, long_
-    # One field-values call per read for health, one per tick for power and energy.
+    # One field-values call per read for health, one per tick for power and energy (and one per
+    # reread).
     fields = long_["nvmlDeviceGetFieldValues"] - short["nvmlDeviceGetFieldValues"]
-    assert fields <= 2 * reads + 2, (fields, reads)
+    assert fields <= 2 * reads + 2 + REREADS, (fields, reads)
 
 
 def test_changes_show_at_the_next_interval_and_faults_within_five_seconds():

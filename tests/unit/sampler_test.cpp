@@ -48,6 +48,43 @@ TEST(Sampler, TicksStayOnTheGridWhateverTheirReadsCostAndAnOverrunSkipsSlots) {
   EXPECT_EQ(h.sampler().ticks(), want.size());
 }
 
+TEST(Sampler, AReadStretchedByPreemptionIsTakenAgainAndTheTightestKept) {
+  // Reads take 7 ms; the one of the tick at 0.307 s takes 40 ms (the thread was preempted): it
+  // places its values only within 40 ms, so it is read again at once (7 ms), and that read is
+  // the tick's.  The grid goes on from 0.407 s.
+  scripted_device d;
+  d.info = scripted_gpu(0);
+  d.info.has_energy_counter = false;
+  d.read_s = [](double t) { return t > 0.3 && t < 0.31 ? 0.04 : 0.007; };
+  sampler_harness h({d});
+  h.start();
+  h.run_until(0.7);
+  const auto reads = h.truth().read_times(0);
+  const std::vector<double> want = {0.0, 0.107, 0.207, 0.307, 0.347, 0.407, 0.507, 0.607};
+  ASSERT_EQ(reads.size(), want.size());
+  for (std::size_t i = 0; i < want.size(); ++i)
+    EXPECT_NEAR(reads[i], want[i], kNs) << i;
+  EXPECT_EQ(h.sampler().ticks(), want.size() - 1);
+}
+
+TEST(Sampler, ADeviceThatBecomesSlowerIsReadAgainOnlyOnce) {
+  // Reads take 2 ms, then 20 ms from 0.3 s on.  The first slow read looks preempted and is taken
+  // twice more; all three as slow say the device itself is slower now, and no read after them is
+  // taken again.
+  scripted_device d;
+  d.info = scripted_gpu(0);
+  d.info.has_energy_counter = false;
+  d.read_s = [](double t) { return t > 0.3 ? 0.02 : 0.002; };
+  sampler_harness h({d});
+  h.start();
+  h.run_until(2.0);
+  const std::size_t fast_reads =
+      h.truth().read_times(0).size() - h.truth().read_times(0, 0.3).size();
+  const std::size_t slow_ticks = h.sampler().ticks() - fast_reads;
+  EXPECT_EQ(h.truth().read_times(0, 0.3).size(), slow_ticks + 2);
+  EXPECT_EQ(h.truth().read_times(0, 0.4).size(), slow_ticks - 1);
+}
+
 TEST(Sampler, TheStartBurstLearnsASteppedCountersPeriodAndPhase) {
   // Updates every 100 ms at 37.5 ms + k * 100 ms; the burst reads every millisecond until it has
   // seen four of them (the fourth at 337.5 ms, first seen at 338 ms), then stops.
