@@ -33,9 +33,7 @@ struct energy_anchor {
 
 class counter_track {
  public:
-  // Wide enough for back-to-back reads of a counter that takes 4 ms to read (NVML's on an H100:
-  // 3.9 ms to 4.3 ms, docs/nvml-notes.md §2.4), narrow enough to place an update to within 3 ms.
-  static constexpr double kNarrowBracketS = 0.006;
+  static constexpr double kNarrowBracketS = 0.004;
 
   enum class model_kind { unknown, continuous, periodic };
 
