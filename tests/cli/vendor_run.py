@@ -33,3 +33,12 @@ def assert_exact(scenario, records, epoch, rel=1e-3):
         truth = device_truth_j(scenario["devices"][i], epoch, end["start_monotonic_s"],
                                end["end_monotonic_s"])
         assert d["energy_j"] == pytest.approx(truth, rel=rel * EDGE_SLACK), (i, d, truth)
+
+
+def assert_kept_until_lost(lost, watts, interval_s=0.1):
+    """A device lost mid-run (its record `lost`, at constant `watts`): the energy known up to the
+    loss is kept and nothing after it is invented.  The last reading before the loss came at most
+    an interval before it, and a loaded machine (a sanitizer tree beside builds) delays a tick by
+    up to another."""
+    assert watts * (lost["lost_at_s"] - 2 * interval_s) <= lost["energy_j"], lost
+    assert lost["energy_j"] <= watts * (lost["lost_at_s"] + 0.02), lost
