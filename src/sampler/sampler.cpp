@@ -31,20 +31,6 @@ constexpr std::chrono::seconds kLearnAgain{10};
 // node would be read back to back for 350 ms every 10 s for the whole run, learning nothing.
 constexpr std::chrono::seconds kLearnAgainMost{600};
 
-// A read that took far longer than the device's reads usually take, though not long enough to
-// be the driver stalling, was most likely preempted (a busy node: a trainer's data loaders on
-// every core): its values are placed only within its span, so a counter read that took 4 ms at
-// 300 W places 0.6 J up to 2 ms off.  Such a read is taken again, at most this many more times,
-// and the tightest of them is kept.  A read of under a millisecond is good enough (0.35 J at
-// 700 W), and a stall (50 ms or more) is never repeated: it would only stall the sampler again.
-constexpr int kStretchedRereads = 2;
-constexpr double kGoodEnoughS = 0.001;
-constexpr double kStallS = 0.05;
-bool stretched(double span_s, double usual_s) {
-  return usual_s > 0.0 && span_s > std::max(4.0 * usual_s + 200e-6, kGoodEnoughS) &&
-         span_s < kStallS;
-}
-
 }  // namespace
 
 sampler::sampler(backend_factory open, sampler_options options, sampler_clock& clock)
@@ -162,7 +148,7 @@ void sampler::start(std::vector<std::size_t> devices) {
   last_counter_mj_.assign(devices_.size(), std::nullopt);
   last_counter_uj_.assign(devices_.size(), std::nullopt);
   last_health_.assign(devices_.size(), std::nullopt);
-  usual_span_s_.assign(devices_.size(), 0.0);
+  read_spans_.assign(devices_.size(), read_span{});
   learn_previous_.assign(devices_.size(), std::nullopt);
   learn_next_.assign(devices_.size(), now());
   learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
@@ -222,7 +208,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
   std::vector<double> spans(devices_.size());
   const mono_time begin = now();
   for (std::size_t k = 0; k < devices_.size(); ++k) {
-    double& usual_span = usual_span_s_[k];
+    read_span& usual = read_spans_[k];
     for (int attempt = 0;; ++attempt) {
       const mono_time a = now();
       device_reading r = backend_->read(devices_[k], read_what::all);
@@ -231,17 +217,12 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
         readings[k] = {monotonic_seconds(a) + 0.5 * span, std::move(r)};
         spans[k] = span;
       }
-      if (attempt == kStretchedRereads || readings[k].second.status != read_status::ok ||
-          !stretched(spans[k], usual_span))
+      // A read stretched by preemption is taken again, the tightest kept (sampler/read_span.hpp).
+      if (attempt == read_span::kRereads || readings[k].second.status != read_status::ok ||
+          !usual.stretched(spans[k]))
         break;
     }
-    // Every reread as slow as the first: the device itself became slower, and its usual span is
-    // that from now on.  Otherwise the usual span follows the reads, at most doubling per read.
-    const double usual = usual_span;
-    if (usual == 0.0 || stretched(spans[k], usual))
-      usual_span = spans[k];
-    else
-      usual_span = 0.9 * usual + 0.1 * std::min(spans[k], 2.0 * usual);
+    usual.kept(spans[k]);
     if (readings[k].second.power) tick.power_w[k] = readings[k].second.power->value;
   }
   const mono_time end = now();

@@ -38,6 +38,7 @@
 
 #include "backends/backend.hpp"
 #include "energy/accounting.hpp"
+#include "sampler/read_span.hpp"
 #include "sampler/sampler_clock.hpp"
 #include "util/clock.hpp"
 
@@ -229,8 +230,8 @@ class sampler {
   std::vector<std::optional<double>> learn_previous_;
   std::vector<mono_time> learn_next_;
   std::vector<std::chrono::seconds> learn_wait_;
-  // read_round(): how long each device's reads usually take (seconds; 0 before the first).
-  std::vector<double> usual_span_s_;
+  // read_round(): how long each device's reads usually take.
+  std::vector<read_span> read_spans_;
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};
