@@ -29,9 +29,13 @@ def start_tune(tmp, env, steps=400, extra=()):
 
 
 def events(out):
+    """The tune events in `out` so far: joules may be writing its last line as this reads it, so
+    only lines that have ended count."""
     if not out.exists():
         return []
-    return [x.get("event") for x in read_jsonl(out) if x.get("type") == "tune"]
+    lines = out.read_text().split("\n")[:-1]
+    records = [json.loads(line) for line in lines if line.strip()]
+    return [x.get("event") for x in records if x.get("type") == "tune"]
 
 
 def kill_trainer(pidfile):
