@@ -58,6 +58,13 @@ def main():
                   f"{steps[-1]['step']}), phases {[r['phase'] for r in phases]}; median "
                   f"{statistics.median(r['energy_per_step_j'] for r in steps):.2f} J/step; the "
                   f"windows add up to {windows:.3f} J of {end['energy_j']:.3f} J")
+            # Each window against the reference counter over the same instants: what the
+            # placement of its two edges is worth, window by window.
+            off = sorted(abs(r["energy_j"] - (counter_j(r["end_monotonic_s"])
+                                              - counter_j(r["start_monotonic_s"])))
+                         for r in steps + phases)
+            print(f"  windows against the reference: |difference| median {statistics.median(off):.2f} J, "
+                  f"p95 {off[int(0.95 * (len(off) - 1))]:.2f} J, largest {off[-1]:.2f} J")
     for f in sorted(d.glob("matcha-*.jsonl")):
         records = [json.loads(line) for line in f.read_text().splitlines() if line.strip()]
         start = [r for r in records if r["type"] == "session_start"][-1]

@@ -13,7 +13,8 @@ a thread that only wakes up every 100 ms) and any that reads these GPUs the way 
 (bench/floor/read_nvml.cpp: that thread making joules' one NVML call per GPU, and nothing else);
 scaling of the sampler cost with 1, 8 and 64 GPUs (joules, matcha, the bare reader, each run
 alone, so that no tool's readings fall on another's, which made the side-by-side runs at 64 GPUs
-vary by a third), and joules' memory
+vary by a third); the same with an energy counter that costs 3.9 ms of CPU a read, as an H100's
+does (docs/nvml-notes.md §2.4; the fake NVML spins that long), 1 and 8 GPUs; and joules' memory
 against run length: an hour of readings at the default 100 ms (36,000) taken in 36 s by reading
 every millisecond, against 600 and 6,000 readings.  The fake NVML's clock is the machine's, so
 a run is not sped up as a whole; what grows with run length is the number of readings."""
@@ -31,6 +32,7 @@ from .render import fmt_mb, fmt_pct, fmt_ratio, fmt_spread
 NAME = "steady"
 FLOOR_WAKE = "floor: wake-up"
 FLOOR_READ = "floor: reader"
+COSTLY_COUNTER_US = 3900
 
 
 def _batch(ctx, entries, seconds, env):
@@ -127,13 +129,26 @@ def run(ctx) -> dict:
             scaling_rss[str(gpus)][tool] = res.get("peak_rss_kb")
             for d in dirs:
                 rmtree(d)
+    # An H100's counter: 3.9 ms of CPU a read (power 20 µs, as every other call here).
+    costly = {}
+    for gpus in (1, 8):
+        ctx.log(f"steady: {sseconds} s with {gpus} GPUs whose counter costs 3.9 ms a read "
+                "(joules, matcha; each alone)")
+        cenv = fake_env(constant_scenario(gpus, counter_cpu_us=COSTLY_COUNTER_US))
+        costly[str(gpus)] = {}
+        for tool in ("joules", "matcha"):
+            entries, dirs = _run_entries(ctx, {tool: tool}, sseconds)
+            costly[str(gpus)][tool] = _batch(ctx, entries, sseconds, cenv)[tool].get(
+                "cpu_per_wall_s")
+            for d in dirs:
+                rmtree(d)
     floor = {"cpu_per_wall_s": out.get(FLOOR_WAKE, {}).get("cpu_per_wall_s", {}).get("median"),
              "reader_cpu_per_wall_s":
                  out.get(FLOOR_READ, {}).get("cpu_per_wall_s", {}).get("median"),
              "runs": out.get(FLOOR_WAKE, {}).get("cpu_per_wall_s", {}).get("n"),
              "period_ms": 100}
     return {"tools": out, "scaling_gpus_cpu": scaling, "scaling_gpus_rss_kb": scaling_rss,
-            "floor": floor, "run_length": _run_length(ctx, env),
+            "costly_counter_cpu": costly, "floor": floor, "run_length": _run_length(ctx, env),
             "conditions": {"gpus": 8, "latency_us": 20, "seconds": seconds, "repetitions": reps,
                            "scaling_seconds": sseconds, "scaling": "each tool alone",
                            "intervals": tools.DEFAULT_INTERVAL}}
@@ -223,6 +238,17 @@ def tables(res: dict) -> list[dict]:
     srows.append(["bare reader CPU (bench/floor/read_nvml.cpp)"]
                  + [cpu_cell(g, "reader") for g in counts])
     srows.append(["joules − bare reader, per GPU and reading"] + [above_reader(g) for g in counts])
+    crows = []
+    costly = res.get("costly_counter_cpu", {})
+    if costly:
+        ccounts = [g for g in ("1", "8") if g in costly]
+        for tool in ("joules", "matcha"):
+            crows.append([f"{tool} CPU"] + [fmt_pct(costly[g][tool] * 100)
+                                            if costly[g].get(tool) is not None else "–"
+                                            for g in ccounts])
+        crows.append(["matcha ÷ joules"] + [fmt_ratio(ratio(costly[g].get("matcha"),
+                                                             costly[g].get("joules")))
+                                           for g in ccounts])
     floor = res.get("floor", {})
     if floor.get("cpu_per_wall_s") is not None:
         rows_cpu.append(["(floor: a thread that only wakes up every 100 ms)",
@@ -262,5 +288,8 @@ def tables(res: dict) -> list[dict]:
         {"title": "Sampler cost against the number of GPUs (each tool alone, one "
                   f"{res['conditions']['scaling_seconds']} s run per cell)",
          "columns": ["", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
-    ] + extra
+    ] + ([{"title": "Sampler CPU with an energy counter that costs 3.9 ms of CPU a read, as an "
+                     "H100's does (each tool alone, one "
+                     f"{res['conditions']['scaling_seconds']} s run per cell)",
+           "columns": ["", "1 GPU", "8 GPUs"], "rows": crows}] if crows else []) + extra
 

@@ -128,8 +128,12 @@ enum class read_status {
   error,  // this read failed; later reads may succeed
 };
 
-// What to read.  The sampler reads only the counter while it pins down counter update instants.
-enum class read_what { all, counter };
+// What to read: the energy counter and power; the counter alone; or power alone where the
+// device has a power reading (a device without one reads its counter).  The sampler reads power
+// alone between the reads of a counter that is costly to read (NVML's on an H100: 4 ms of CPU a
+// read, where power takes 2.5 µs; docs/nvml-notes.md §2.4).  A backend whose counter costs
+// little may read it anyway.
+enum class read_what { all, counter, power };
 
 struct device_reading {
   read_status status = read_status::ok;

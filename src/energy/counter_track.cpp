@@ -93,7 +93,7 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
     ++burst_reads_;
     if (changed && lo != kNoTime) {
       ++burst_changed_reads_;
-      if (t - lo <= kNarrowBracketS) {
+      if (t - lo <= narrow_bracket_s_) {
         burst_changes_.push_back(0.5 * (lo + t));
       } else {
         burst_unpinned_.push_back(t);
@@ -179,17 +179,20 @@ void counter_track::end_burst() {
     for (std::size_t i = 0; consistent && i < diffs.size(); ++i) {
       const double k = steps[i] * std::round(diffs[i] / steps[i] / shortest);
       if (k < 1.0 ||
-          std::abs(diffs[i] - k * shortest) > kPeriodTolerance * shortest + 2 * kNarrowBracketS)
+          std::abs(diffs[i] - k * shortest) > kPeriodTolerance * shortest + 2 * narrow_bracket_s_)
         consistent = false;
       periods += k;
       spanned += diffs[i];
     }
     const double q = consistent ? spanned / periods : 0.0;
-    if (model_ == model_kind::unknown && consistent && q > 2 * kNarrowBracketS) {
+    if (model_ == model_kind::unknown && consistent && q > 2 * narrow_bracket_s_) {
       model_ = model_kind::periodic;
       period_ = q;
       first_pinned_ = burst_changes_.front();
       last_pinned_ = burst_changes_.back();
+      // Each pinned instant is known to within half a bracket: over `periods` periods, the
+      // period to within a bracket divided by them.
+      period_error_s_ = narrow_bracket_s_ / std::max(1.0, periods);
     }
   }
   if (model_ == model_kind::periodic) {
@@ -214,9 +217,13 @@ bool counter_track::learn_from_pinned(double t) {
   const double k = std::round((t - first_pinned_) / period_);
   if (k < 1.0) return false;
   const double residual = (t - first_pinned_) - k * period_;
-  if (std::abs(residual) > kPeriodTolerance * period_) return false;
+  // The prediction k periods on may be off by k times the period's own error: a residual within
+  // that still tells which update this was, as long as it is well under half a period.
+  const double expected = std::min(0.5 * narrow_bracket_s_ + k * period_error_s_, 0.45 * period_);
+  if (std::abs(residual) > std::max(kPeriodTolerance * period_, expected)) return false;
   // The longer the baseline, the finer the period: errors of the two ends are divided by k.
   period_ = (t - first_pinned_) / k;
+  period_error_s_ = std::min(period_error_s_, narrow_bracket_s_ / k);
   last_pinned_ = std::max(last_pinned_, t);
   return true;
 }
@@ -231,7 +238,7 @@ std::optional<double> counter_track::predicted_update_at_or_before(double t) con
 double counter_track::place(double lo, double hi, bool& pinned) const {
   pinned = false;
   if (model_ == model_kind::continuous) return hi;
-  if (lo != kNoTime && hi - lo <= kNarrowBracketS) {
+  if (lo != kNoTime && hi - lo <= narrow_bracket_s_) {
     pinned = true;
     return 0.5 * (lo + hi);
   }

@@ -8,13 +8,14 @@
 // not at t.  Using t would misplace up to one update period of energy at every boundary.  The track
 // learns the update period and phase from dense reads (the sampler reads every ~2 ms for a moment
 // at the start and after the end) and places each value at the update instant that produced it:
-//   - a value first seen within a narrow bracket of reads (<= kNarrowBracketS) is placed at the
-//     middle of the bracket ("pinned");
+//   - a value first seen within a narrow bracket of reads (<= narrow_bracket_s()) is placed at
+//     the middle of the bracket ("pinned");
 //   - otherwise, once the update period is known, at the last predicted update <= its first read;
 //   - otherwise, and for counters that advance continuously, at its first read.
 //
 // Not thread-safe: owned by the sampler thread.
 
+#include <algorithm>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -33,7 +34,10 @@ struct energy_anchor {
 
 class counter_track {
  public:
+  // Two reads this close bracket an update narrowly enough to pin it; wider where each read of
+  // the counter takes longer (set_read_span), up to kWidestBracketS.
   static constexpr double kNarrowBracketS = 0.004;
+  static constexpr double kWidestBracketS = 0.008;
 
   enum class model_kind { unknown, continuous, periodic };
 
@@ -62,6 +66,16 @@ class counter_track {
   // the energy is flat up to the last read that still showed it.  Call before the first add.
   void set_continuous();
 
+  // How long a read of the counter usually takes (seconds).  Two reads of a counter that takes
+  // 4 ms a read (NVML's on an H100, docs/nvml-notes.md §2.4) are never 4 ms apart: back to back
+  // they are one read apart, a few tens of µs more.  The narrow bracket is then one and a half
+  // reads, up to kWidestBracketS: an update pinned to within 6 ms is still placed twenty times
+  // as closely as one placed anywhere in a 100 ms update period.
+  void set_read_span(double usual_s) {
+    narrow_bracket_s_ = std::clamp(1.5 * usual_s, kNarrowBracketS, kWidestBracketS);
+  }
+  double narrow_bracket_s() const { return narrow_bracket_s_; }
+
   // Learns the update period from a burst of dense reads added since begin_burst().
   void begin_burst();
   void end_burst();
@@ -84,6 +98,16 @@ class counter_track {
   std::optional<double> next_update_after(double t) const {
     const auto u = predicted_update_at_or_before(t);
     return u ? std::optional<double>(*u + period_) : std::nullopt;
+  }
+
+  // How far the true update may lie from the one the periodic model predicts near t: half a
+  // bracket at the newest pinned update, growing by the period's own uncertainty at every
+  // period from there.  The sampler reads densely that far before a predicted update, so that
+  // it still pins the update when the phase has drifted (a counter whose reads are costly is not
+  // read at every tick, and a period learnt from a short burst of slow reads is coarse).
+  double prediction_error_s(double t) const {
+    if (model_ != model_kind::periodic || period_ <= 0.0) return 0.0;
+    return 0.5 * narrow_bracket_s_ + std::abs(t - last_pinned_) / period_ * period_error_s_;
   }
 
   model_kind model() const { return model_; }
@@ -125,9 +149,11 @@ class counter_track {
   std::size_t burst_changed_reads_ = 0;
   bool in_burst_ = false;
 
+  double narrow_bracket_s_ = kNarrowBracketS;
   model_kind model_ = model_kind::unknown;
   double period_ = 0.0;
-  double first_pinned_ = 0.0;  // reference update instant for the periodic model
+  double period_error_s_ = 0.0;  // how far period_ may be off
+  double first_pinned_ = 0.0;    // reference update instant for the periodic model
   double last_pinned_ = 0.0;
 
   // Energy (J) of a raw reading: (raw - base + wrapped) counts, an exact integer, times the

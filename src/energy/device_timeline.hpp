@@ -62,6 +62,8 @@ class device_timeline {
   bool has_readings() const { return has_good_read_; }
   double last_good_t() const { return last_good_t_; }
   const counter_track& counter() const { return counter_; }
+  // How long a read of this device's counter usually takes (counter_track::set_read_span).
+  void set_read_span(double usual_s) { counter_.set_read_span(usual_s); }
 
  private:
   // Readings this close together count as dense (the sampler's bursts read every ~2 ms).

@@ -24,6 +24,9 @@ class read_span {
            span_s < kStallS;
   }
 
+  // How long the device's reads usually take (seconds; 0 before the first).
+  double usual() const { return usual_s_; }
+
   // The span of the read kept for a round.  Still stretched after every reread: the device itself
   // became slower, and its usual span is that from now on.  Otherwise the usual span follows the
   // reads, at most doubling per read.

@@ -1,6 +1,7 @@
 #include "sampler/sampler.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 
 namespace joules {
@@ -30,6 +31,17 @@ constexpr std::chrono::seconds kLearnAgain{10};
 // device took longer than the narrow bracket: many GPUs, or a slow driver).  Without it, such a
 // node would be read back to back for 350 ms every 10 s for the whole run, learning nothing.
 constexpr std::chrono::seconds kLearnAgainMost{600};
+
+// An energy counter whose reads usually take longer than this is costly: NVML's on an H100
+// takes 3.9 ms of CPU a read, where instantaneous power takes 2.5 µs (docs/nvml-notes.md §2.4);
+// read every 100 ms on 8 GPUs, that would be a third of a core.  The regular ticks then read it
+// at most every kCostlyCounterEvery and power alone between, and an edge burst reads power
+// alone until the update it waits for is near.  The energy between two counter readings is
+// shaped by the power read between them (energy/device_timeline.cpp); a boundary's own read,
+// the reads that pin the update after it, and the first and last reads of a run still read the
+// counter, so totals and windows stay the counter's.
+constexpr double kCostlyReadS = 0.001;
+constexpr std::chrono::seconds kCostlyCounterEvery{1};
 
 }  // namespace
 
@@ -149,6 +161,9 @@ void sampler::start(std::vector<std::size_t> devices) {
   last_counter_uj_.assign(devices_.size(), std::nullopt);
   last_health_.assign(devices_.size(), std::nullopt);
   read_spans_.assign(devices_.size(), read_span{});
+  power_spans_.assign(devices_.size(), read_span{});
+  counter_read_at_.assign(devices_.size(), mono_time{});
+  counter_read_.assign(devices_.size(), true);
   learn_previous_.assign(devices_.size(), std::nullopt);
   learn_next_.assign(devices_.size(), now());
   learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
@@ -201,17 +216,51 @@ sampler::wake sampler::wait_until(std::stop_token& stop, mono_time when, bool ed
   return wake::timeout;
 }
 
-std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
+double sampler::update_margin_s(std::size_t k, double t) const {
+  // How far the update may be from its prediction, and half a read either side for where in
+  // the read the value was taken.
+  return accounting_->timeline(k).counter().prediction_error_s(t) + read_spans_[k].usual();
+}
+
+bool sampler::near_predicted_update(std::size_t k, double t) const {
+  const counter_track& c = accounting_->timeline(k).counter();
+  const auto next = c.next_update_after(t);
+  if (!next) return false;
+  const double margin = update_margin_s(k, t);
+  return *next - t < margin || t - (*next - c.period_s()) < margin;
+}
+
+bool sampler::costly_counter(std::size_t k) const {
+  const device_info& info = backend_->devices()[devices_[k]];
+  return info.has_energy_counter && !info.counter_continuous && info.power != power_source::none &&
+         read_spans_[k].usual() > kCostlyReadS;
+}
+
+std::vector<std::pair<std::uint64_t, double>> sampler::read_round(round_kind kind,
+                                                                  const std::vector<bool>& focus) {
   tick_sample tick;
   tick.power_w.resize(devices_.size());
   std::vector<std::pair<double, device_reading>> readings(devices_.size());
   std::vector<double> spans(devices_.size());
+  std::vector<bool> power_only(devices_.size(), false);
   const mono_time begin = now();
   for (std::size_t k = 0; k < devices_.size(); ++k) {
-    read_span& usual = read_spans_[k];
+    const bool focused = !focus.empty() && focus[k];
+    // A read of a costly counter close to an update it cannot pin could have seen that update
+    // or not: placed by the prediction, its value could land a whole update off.  A tick's
+    // waits for a tick further from the updates; a boundary's for the read edge_burst() makes
+    // once the update is past.
+    power_only[k] =
+        !focused && costly_counter(k) &&
+        (kind == round_kind::shape ||
+         (kind == round_kind::tick && begin - counter_read_at_[k] < kCostlyCounterEvery) ||
+         near_predicted_update(k, monotonic_seconds(begin)));
+    const read_what what = power_only[k] ? read_what::power : read_what::all;
+    // Reads of power alone take a time of their own: they are the cheap ones.
+    read_span& usual = power_only[k] ? power_spans_[k] : read_spans_[k];
     for (int attempt = 0;; ++attempt) {
       const mono_time a = now();
-      device_reading r = backend_->read(devices_[k], read_what::all);
+      device_reading r = backend_->read(devices_[k], what);
       const double span = seconds_between(a, now());
       if (attempt == 0 || (r.status == read_status::ok && span < spans[k])) {
         readings[k] = {monotonic_seconds(a) + 0.5 * span, std::move(r)};
@@ -223,6 +272,8 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
         break;
     }
     usual.kept(spans[k]);
+    if (!power_only[k]) counter_read_at_[k] = begin;
+    counter_read_[k] = !power_only[k];
     if (readings[k].second.power) tick.power_w[k] = readings[k].second.power->value;
   }
   const mono_time end = now();
@@ -235,6 +286,7 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
     if (abandoned_) return counters;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       device_timeline& tl = accounting_->timeline(k);
+      if (!power_only[k]) tl.set_read_span(read_spans_[k].usual());
       tl.add(readings[k].first, readings[k].second, spans[k]);
       last_power_w_[k] = tick.power_w[k];
       if (readings[k].second.energy_mj) last_counter_mj_[k] = readings[k].second.energy_mj;
@@ -258,6 +310,66 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round() {
 }
 
 void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which) {
+  // A round of several costly counters (an H100's: 4 ms a read) reads each of them too seldom to
+  // pin its updates.  Where reading one counter and the others' power alone makes a round short
+  // enough, each is read densely alone, one after the other (the cheap counters together, first).
+  // A driver whose every call is slow gains nothing from that and is read as one group.
+  // The round time a burst would have, reading the counter of `focus` (every one: nullopt).
+  const auto round_s = [&](std::optional<std::size_t> focus) {
+    double s = 0.0;
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      if (accounting_->timeline(k).lost()) continue;
+      const bool counter = !focus || k == *focus || !costly_counter(k);
+      s += counter ? read_spans_[k].usual() : power_spans_[k].usual();
+    }
+    return s;
+  };
+  std::size_t costly = 0;
+  double bracket = std::numeric_limits<double>::infinity();
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const device_timeline& tl = accounting_->timeline(k);
+      if (!which[k] || tl.lost()) continue;
+      bracket = std::min(bracket, tl.counter().narrow_bracket_s());
+      if (costly_counter(k)) ++costly;
+    }
+  }
+  // How long power alone takes is known after one such round.
+  if (costly >= 2 && round_s(std::nullopt) > bracket) read_round(round_kind::shape);
+  std::vector<std::vector<bool>> groups;
+  {
+    std::lock_guard lock(mu_);
+    std::vector<bool> rest = which;
+    if (costly >= 2 && round_s(std::nullopt) > bracket) {
+      for (std::size_t k = 0; k < devices_.size(); ++k) {
+        const device_timeline& tl = accounting_->timeline(k);
+        if (!which[k] || !costly_counter(k) || tl.lost() ||
+            round_s(k) > tl.counter().narrow_bracket_s())
+          continue;
+        groups.emplace_back(devices_.size(), false);
+        groups.back()[k] = true;
+        rest[k] = false;
+      }
+    }
+    if (groups.size() < 2) {
+      groups.clear();
+      rest = which;
+    }
+    if (std::find(rest.begin(), rest.end(), true) != rest.end())
+      groups.insert(groups.begin(), rest);
+  }
+  bool reading = true;
+  for (const auto& group : groups) {
+    const std::vector<bool> focus = groups.size() > 1 ? group : std::vector<bool>{};
+    reading = burst(stop, group, focus, reading);
+  }
+  // The dense reads cover the start boundary: no extra edge reads for it.
+  edge_requested_.store(false);
+}
+
+bool sampler::burst(std::stop_token& stop, const std::vector<bool>& which,
+                    const std::vector<bool>& focus, bool reading) {
   std::vector<std::size_t> reads(devices_.size(), 0);
   std::vector<std::size_t> changes(devices_.size(), 0);
   std::vector<double> previous(devices_.size(), 0.0);
@@ -278,15 +390,18 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   // The closest two reads of a device came: the time between the starts of two rounds.
   std::optional<mono_time> last_round;
   auto closest = mono_time::duration::max();
-  while (std::find(counts.begin(), counts.end(), true) != counts.end()) {
+  while (reading && std::find(counts.begin(), counts.end(), true) != counts.end()) {
     next += options_.burst_spacing;
     // The limit is time, not rounds: with reads slower than the spacing, `next` lags behind.
     if (next >= deadline || now() >= deadline) break;
-    if (wait_until(stop, next, /*edges=*/false) == wake::finish) break;
+    if (wait_until(stop, next, /*edges=*/false) == wake::finish) {
+      reading = false;
+      break;
+    }
     const mono_time round = now();
     if (last_round) closest = std::min(closest, round - *last_round);
     last_round = round;
-    const auto counters = read_round();
+    const auto counters = read_round(focus.empty() ? round_kind::all : round_kind::shape, focus);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       if (!counts[k]) continue;
       if (counters[k].first != 0) {
@@ -302,23 +417,22 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
       if (counter_characterised(reads[k], changes[k])) counts[k] = false;
     }
   }
-  // The dense reads cover the start boundary: no extra edge reads for it.
-  edge_requested_.store(false);
-  const bool could_pin =
-      closest == mono_time::duration::max() ||  // fewer than two rounds: it says nothing
-      std::chrono::duration<double>(closest).count() <= counter_track::kNarrowBracketS;
   const mono_time t = now();
   std::lock_guard lock(mu_);
-  if (abandoned_) return;
+  if (abandoned_) return false;
   for (std::size_t k = 0; k < devices_.size(); ++k) {
     if (!which[k]) continue;
     device_timeline& tl = accounting_->timeline(k);
     tl.end_burst();
     if (!moved[k] || tl.counter().model() != counter_track::model_kind::unknown) continue;
+    const bool could_pin =
+        closest == mono_time::duration::max() ||  // fewer than two rounds: it says nothing
+        std::chrono::duration<double>(closest).count() <= tl.counter().narrow_bracket_s();
     const auto wait = could_pin ? learn_wait_[k] : kLearnAgainMost;
     learn_next_[k] = std::max(learn_next_[k], t + wait);
     learn_wait_[k] = std::min(std::max(2 * wait, kLearnAgain), kLearnAgainMost);
   }
+  return reading;
 }
 
 void sampler::learn_when_moving(std::stop_token& stop,
@@ -349,16 +463,57 @@ void sampler::learn_when_moving(std::stop_token& stop,
   if (any) start_burst(stop, which);
 }
 
-void sampler::edge_burst(std::stop_token& stop, bool finishing) {
+void sampler::repin(std::stop_token& stop) {
+  // A costly counter is not read at every tick, so its updates are pinned only at boundaries; a
+  // period learnt from the start burst's few slow reads may be off by 3 ms, 30 ms ten periods
+  // on, and with no boundary for a while the model would lose track of which update is which.
+  // So whenever a costly counter's prediction one period ahead may be off by more than its
+  // bracket, one of its updates is pinned: each pin lengthens the baseline the period is
+  // measured over, and the pins come further and further apart (on an H100, a dozen in the
+  // first ten seconds, then about one every ten seconds).  One device per tick.
+  const double t = monotonic_seconds(now());
+  std::optional<std::size_t> due;
+  double worst = 0.0;
+  {
+    std::lock_guard lock(mu_);
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      const device_timeline& tl = accounting_->timeline(k);
+      const counter_track& c = tl.counter();
+      if (tl.lost() || c.model() != counter_track::model_kind::periodic || !costly_counter(k))
+        continue;
+      const double error = c.prediction_error_s(t + c.period_s());
+      if (error > c.narrow_bracket_s() && error > worst) {
+        worst = error;
+        due = k;
+      }
+    }
+  }
+  if (due) edge_burst(stop, /*finishing=*/false, due);
+}
+
+void sampler::edge_burst(std::stop_token& stop, bool finishing, std::optional<std::size_t> only) {
   // Devices whose counter advances in steps: read until each has advanced once, so that the
   // update after the boundary is pinned to within a few milliseconds.  Only the reads close to
   // the update the model predicts need to be dense (kPinGuardS before it, every burst_spacing);
   // before that, reads every shape_spacing are enough to shape the energy between the boundary
   // and the update (energy/device_timeline.cpp).  With 100 ms updates that is a fifth of the
   // reads of reading densely all the way, and as much NVML time saved on the node.
+  //
+  // A costly counter (costly_counter()) is read once, as soon as the update the model predicts
+  // after the boundary is surely past (update_margin_s()): its value is then that update's,
+  // placed by the model, which repin() keeps within a few milliseconds.  Its power is read at
+  // every round.  So a boundary costs one read of it, and on 8 H100s, whose updates fall at
+  // different instants, a round holds one 4 ms counter read, not eight.  A repin (`only`)
+  // reads its counter densely from as far before the predicted update as the prediction may be
+  // off, until two of these reads bracket the update.
   constexpr double kPinGuardS = 0.003;
-  std::vector<std::size_t> stepped;
-  std::vector<double> start_value;
+  struct watched {
+    std::size_t k;
+    bool settle;         // a costly counter after a boundary: one read past its update
+    double from_s;       // dense reads from here (settle: the one read from here)
+    double start_value;  // the counter's energy when the burst began
+  };
+  std::vector<watched> devs;
   double longest_period = 0.0;
   double dense_from = std::numeric_limits<double>::infinity();
   const double now_s = monotonic_seconds(now());
@@ -366,23 +521,48 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
     std::lock_guard lock(mu_);
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
-      if (tl.lost() || tl.counter().model() != counter_track::model_kind::periodic) continue;
-      stepped.push_back(k);
-      start_value.push_back(tl.counter().last_energy_j());
-      longest_period = std::max(longest_period, tl.counter().period_s());
-      const auto u = tl.counter().next_update_after(now_s);
-      dense_from = std::min(dense_from, u ? *u - kPinGuardS : now_s);
+      const counter_track& c = tl.counter();
+      if (tl.lost() || c.model() != counter_track::model_kind::periodic) continue;
+      if (only && k != *only) continue;
+      longest_period = std::max(longest_period, c.period_s());
+      const auto u = c.next_update_after(now_s);
+      if (!u) continue;
+      watched w{k, false, *u - kPinGuardS, c.last_energy_j()};
+      if (costly_counter(k)) {
+        const double margin = update_margin_s(k, *u);
+        if (only) {
+          w.from_s = *u - margin;
+        } else {
+          // The update just past, when a read now could still miss it, or the next one.
+          const double last = *u - c.period_s();
+          w.settle = true;
+          w.from_s = (now_s - last < update_margin_s(k, last) ? last : *u) + margin;
+        }
+      }
+      if (!w.settle) dense_from = std::min(dense_from, w.from_s);
+      devs.push_back(w);
     }
   }
-  if (stepped.empty()) return;
+  if (devs.empty()) return;
   const auto limit = std::min<std::chrono::microseconds>(
       options_.end_burst_max,
       std::chrono::microseconds(static_cast<std::int64_t>(1.5e6 * longest_period)));
-  const mono_time deadline = now() + limit;
-  const mono_time dense_at =
-      now() + std::chrono::microseconds(static_cast<std::int64_t>(
-                  1e6 * std::clamp(dense_from - now_s, 0.0, 1.5 * longest_period)));
-  mono_time next = now();
+  const mono_time start = now();
+  const mono_time deadline = start + limit;
+  const auto at = [&](double from_s) {
+    return start + std::chrono::microseconds(static_cast<std::int64_t>(
+                       1e6 * std::clamp(from_s - now_s, 0.0, 1.5 * longest_period)));
+  };
+  const mono_time dense_at = std::isfinite(dense_from) ? at(dense_from) : mono_time::max();
+  std::vector<bool> focus(devices_.size(), false);
+  std::vector<bool> done(devs.size(), false);
+  // Each counter's value at its last read in this burst, from which it must advance.  After a
+  // boundary's read (and the run's last) the counters were just read; a repin's counter was
+  // last read up to a second ago, so its first read here only starts the bracket.
+  std::vector<std::optional<double>> seen(devs.size());
+  for (std::size_t j = 0; j < devs.size(); ++j)
+    if (!only) seen[j] = devs[j].start_value;
+  mono_time next = start;
   while (true) {
     if (next >= dense_at) {
       next += options_.burst_spacing;
@@ -397,11 +577,20 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing) {
     } else if (wait_until(stop, next, /*edges=*/false) == wake::finish) {
       break;
     }
-    const auto counters = read_round();
+    const mono_time round = now();
+    for (std::size_t j = 0; j < devs.size(); ++j)
+      focus[devs[j].k] = !done[j] && round >= at(devs[j].from_s);
+    const auto counters = read_round(round_kind::shape, focus);
     bool all = true;
-    for (std::size_t j = 0; j < stepped.size(); ++j) {
-      const auto& [lost, value] = counters[stepped[j]];
-      all = all && (lost != 0 || value != start_value[j]);
+    for (std::size_t j = 0; j < devs.size(); ++j) {
+      const auto& [lost, value] = counters[devs[j].k];
+      if (lost != 0) {
+        done[j] = true;
+      } else if (counter_read_[devs[j].k]) {
+        done[j] = done[j] || (devs[j].settle && focus[devs[j].k]) || (seen[j] && value != *seen[j]);
+        seen[j] = value;
+      }
+      all = all && done[j];
     }
     if (all) break;
   }
@@ -430,12 +619,14 @@ void sampler::run(std::stop_token stop) {
   while (!stop.stop_requested()) {
     const wake w = wait_until(stop, next, /*edges=*/true);
     if (w == wake::finish) break;
-    const auto counters = read_round();
+    // A boundary's read takes every counter: it holds the energy up to the boundary.
+    const auto counters = read_round(w == wake::edge ? round_kind::all : round_kind::tick);
     if (w == wake::edge) {
       edge_burst(stop, /*finishing=*/false);
       continue;  // the regular tick stays on its grid
     }
     learn_when_moving(stop, counters);
+    repin(stop);
     if (options_.health_interval && now() >= next_health_) {
       read_health();
       // On a grid, like the ticks: `now + interval` would slip past the next tick and read

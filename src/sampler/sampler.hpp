@@ -184,15 +184,39 @@ class sampler {
   // Runs the queued tasks, with `lock` held on mu_ on entry and on return.
   void run_posted(std::unique_lock<std::mutex>& lock);
   void run(std::stop_token stop);
+  // What a round reads of a device whose counter is costly to read (costly_counter()): `all`
+  // reads the counter everywhere; `tick`, the regular grid's, reads it at most every
+  // kCostlyCounterEvery and power alone between; `shape` reads power alone.  The devices in
+  // `focus` (when given) read their counter whatever the kind.
+  enum class round_kind { all, tick, shape };
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
   // {lost, counter energy so far}, for the bursts to watch counters advance.
-  std::vector<std::pair<std::uint64_t, double>> read_round();
+  std::vector<std::pair<std::uint64_t, double>> read_round(round_kind kind = round_kind::all,
+                                                           const std::vector<bool>& focus = {});
+  // Whether device k's counter takes long to read and power can be read without it.
+  bool costly_counter(std::size_t k) const;
+  // How far from a predicted update of device k's counter a read of it at t could still have
+  // seen it or not; whether t is that close to one.  On the sampler thread (which alone changes
+  // accounting_), without the lock.
+  double update_margin_s(std::size_t k, double t) const;
+  bool near_predicted_update(std::size_t k, double t) const;
   // Dense reads of the devices in `which` until each counter has shown how it advances.
   void start_burst(std::stop_token& stop, const std::vector<bool>& which);
+  // One such burst; with `focus`, only those devices' counters are read (round_kind::shape).
+  // Reads nothing when `reading` is false (the sampler is finishing) but still ends the
+  // bursts of `which`; returns false when it is finishing.
+  bool burst(std::stop_token& stop, const std::vector<bool>& which, const std::vector<bool>& focus,
+             bool reading);
   void learn_when_moving(std::stop_token& stop,
                          const std::vector<std::pair<std::uint64_t, double>>& counters);
   void read_health();
-  void edge_burst(std::stop_token& stop, bool finishing);
+  // Reads until every stepped counter (or only device `only`'s) has advanced once: the update
+  // after a boundary, pinned.
+  void edge_burst(std::stop_token& stop, bool finishing,
+                  std::optional<std::size_t> only = std::nullopt);
+  // Pins an update of the costly counter whose predicted updates have drifted the most, when
+  // they may be off by more than a bracket (edge_burst for it alone).
+  void repin(std::stop_token& stop);
   bool is_finishing();
   void publish(mono_time taken);
   wake wait_until(std::stop_token& stop, mono_time when, bool edges);
@@ -230,8 +254,12 @@ class sampler {
   std::vector<std::optional<double>> learn_previous_;
   std::vector<mono_time> learn_next_;
   std::vector<std::chrono::seconds> learn_wait_;
-  // read_round(): how long each device's reads usually take.
+  // read_round(): how long each device's reads usually take, with the counter and with power
+  // alone, and when its counter was last read.
   std::vector<read_span> read_spans_;
+  std::vector<read_span> power_spans_;
+  std::vector<mono_time> counter_read_at_;
+  std::vector<bool> counter_read_;  // whether the last round read each device's counter
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};

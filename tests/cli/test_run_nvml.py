@@ -305,6 +305,30 @@ def test_a_driver_too_slow_to_pin_counter_updates_is_not_read_densely_again(tmp)
     assert records[-1]["energy_j"] == pytest.approx(600.0 * records[-1]["duration_s"], rel=0.01)
 
 
+def test_a_counter_that_costs_4ms_of_cpu_a_read_is_read_once_a_second_and_stays_exact(tmp):
+    # An H100's counter takes 3.9 ms of CPU a read, a power reading microseconds
+    # (docs/nvml-notes.md §2.4; the fake spins that long).  Between the start and the end the
+    # ticks read power alone and the counter once a second: 8 s took 94 reads of the counter
+    # here (the start burst's 350 ms of them, about 85, then one a second and the end's) and 70
+    # of power alone, where reading it at every tick would make all 164 reads of it.  The total is still
+    # the counter's: exact at both ends.
+    log = tmp / "calls.jsonl"
+    counter = {"update_ms": 100, "phase_ms": 37, "read_cpu_us": 3900}
+    scenario = {"devices": [h100({"type": "constant", "watts": 400}, energy_counter=counter)]}
+    r, records, _, epoch = run_json(scenario, cmd=("sleep", "8"),
+                                    env_extra={"FAKE_NVML_CALL_LOG": str(log)})
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(log.read_text().splitlines()[-1])
+    energy_reads = calls["energy_reads"]
+    reads = calls["calls"]["nvmlDeviceGetFieldValues"]
+    assert energy_reads < 120, calls
+    assert reads - energy_reads >= 60, calls  # power alone at the other ticks
+    end = records[-1]
+    assert end["method"] == "counter"
+    truth = truth_j(scenario, 0, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
+    assert end["devices"][0]["energy_j"] == pytest.approx(truth, rel=1e-3 * EDGE_SLACK)
+
+
 @pytest.mark.parametrize("error,hint", [("DRIVER_NOT_LOADED", "kernel driver is not loaded"),
                                         ("NO_PERMISSION", "may not open /dev/nvidia")])
 def test_nvml_init_failure_is_one_line_and_mentions_sim(error, hint):

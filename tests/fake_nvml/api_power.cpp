@@ -13,8 +13,7 @@ using fake_nvml::device_call;
 using fake_nvml::fn;
 using fake_nvml::reading_kind;
 
-nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long long* mj) {
-  if (!d.energy_counter.supported) return kErrorNotSupported;
+nvmlReturn_t counter_value(const fake_nvml::device& d, double t, unsigned long long* mj) {
   if (const nvmlReturn_t rc =
           static_cast<nvmlReturn_t>(d.faults.reading_status(reading_kind::energy, t, kSuccess));
       rc != kSuccess) {
@@ -22,6 +21,20 @@ nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long 
   }
   *mj = d.counter_mj(t);
   return kSuccess;
+}
+
+nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long long* mj) {
+  if (!d.energy_counter.supported) return kErrorNotSupported;
+  fake_nvml::count_energy_read();
+  // The driver's work on the CPU, half before the value is taken and half after.
+  const unsigned int cpu_us = d.energy_counter.read_cpu_us;
+  if (cpu_us > 0) {
+    fake_nvml::spin_energy_read(cpu_us / 2);
+    t = fake_nvml::now_s();
+  }
+  const nvmlReturn_t rc = counter_value(d, t, mj);
+  fake_nvml::spin_energy_read(cpu_us - cpu_us / 2);
+  return rc;
 }
 
 nvmlReturn_t power_reading(const fake_nvml::device& d, const fake_nvml::reading_config& r, double t,

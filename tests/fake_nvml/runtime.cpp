@@ -46,6 +46,7 @@ constexpr symbol_info kSymbols[kFnCount] = {
 
 std::atomic<std::uint64_t> g_calls[kFnCount] = {};
 std::atomic<unsigned int> g_device_threads{0};
+std::atomic<std::uint64_t> g_energy_reads{0};
 thread_local bool t_device_thread_counted = false;
 
 std::atomic<const scenario*> g_current{nullptr};
@@ -86,7 +87,8 @@ void write_call_log() {
     line << sep << '"' << kSymbols[i].name << "\":" << n;
     sep = ",";
   }
-  line << "},\"device_call_threads\":" << g_device_threads.load(std::memory_order_relaxed) << "}\n";
+  line << "},\"device_call_threads\":" << g_device_threads.load(std::memory_order_relaxed)
+       << ",\"energy_reads\":" << g_energy_reads.load(std::memory_order_relaxed) << "}\n";
   const std::string s = line.str();
   // One write() of the whole line with O_APPEND, so processes sharing the log do not interleave.
   const int fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -185,6 +187,21 @@ long long realtime_us() {
 
 void sleep_us(unsigned int us) {
   fake_gpu::sleep_us(us);
+}
+
+void spin_energy_read(unsigned int us) {
+  const auto cpu_ns = [] {
+    timespec ts{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+  };
+  const long long until = cpu_ns() + 1000LL * us;
+  while (cpu_ns() < until) {
+  }
+}
+
+void count_energy_read() {
+  g_energy_reads.fetch_add(1, std::memory_order_relaxed);
 }
 
 api_call::api_call(fn f) : scenario_(nullptr) {

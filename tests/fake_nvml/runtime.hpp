@@ -34,6 +34,10 @@ double now_s();
 long long realtime_us();  // for nvmlFieldValue_t::timestamp
 // Sleeps (clock_nanosleep, never a spin) like an ioctl that waits on the GPU.
 void sleep_us(unsigned int us);
+// Spins until the calling thread has used `us` more of CPU time, like a driver call that works
+// on the CPU; counts one read of an energy counter for the call log ("energy_reads").
+void spin_energy_read(unsigned int us);
+void count_energy_read();
 
 // Prologue of a system-level entry point: counts the call and checks initialisation.
 class api_call {

@@ -42,6 +42,9 @@ struct counter_config {
   double update_s = 0.0;  // 0: continuous
   double phase_s = 0.0;
   unsigned long long initial_mj = 0;
+  // CPU time a read of the counter takes (the driver's work, spent on the caller's thread):
+  // about 3,900 µs on an H100, where a power reading takes 2.5 µs (docs/nvml-notes.md §2.4).
+  unsigned int read_cpu_us = 0;
 };
 
 struct reading_config {

@@ -58,6 +58,35 @@ void feed(counter_track& track, const fake_counter& c, double start, double end)
   }
 }
 
+TEST(CounterTrack, ReadsThatTakeLongerWidenTheBracketThatPinsAnUpdateUpToTheWidest) {
+  // A burst of back-to-back reads that take 5 ms each: no bracket of 4 ms, so the period stays
+  // unknown; told that a read takes 5 ms, the track accepts 7.5 ms, and learns it.
+  const fake_counter c{[](double t) { return 300.0 * t; }, 0.1, 0.0375};
+  const auto learn = [&](double read_span_s, double told_s) {
+    counter_track track;
+    track.set_read_span(told_s);
+    track.begin_burst();
+    for (double t = 1.0; t < 1.35; t += read_span_s)
+      track.add(t, c.read(t), std::nullopt);
+    track.end_burst();
+    return track;
+  };
+  EXPECT_EQ(learn(0.005, 0.0).model(), counter_track::model_kind::unknown);
+  const counter_track slow = learn(0.005, 0.005);
+  EXPECT_DOUBLE_EQ(slow.narrow_bracket_s(), 0.0075);
+  EXPECT_EQ(slow.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(slow.period_s(), 0.1, 0.005);
+  // Pinned anchors are placed to within half a bracket of the true update.
+  for (const auto& a : slow.anchors()) {
+    if (!a.pinned) continue;
+    const double u = c.update_before(a.hi);
+    EXPECT_NEAR(a.t, u, 0.5 * 0.0075) << a.hi;
+  }
+  // Reads slower still never widen it past kWidestBracketS: 10 ms reads learn nothing.
+  EXPECT_DOUBLE_EQ(learn(0.010, 0.010).narrow_bracket_s(), counter_track::kWidestBracketS);
+  EXPECT_EQ(learn(0.010, 0.010).model(), counter_track::model_kind::unknown);
+}
+
 TEST(CounterTrack, ContinuousCounterIsExactBetweenReads) {
   fake_counter c{[](double t) { return 300.0 * t; }};
   counter_track track;

@@ -168,22 +168,23 @@ TEST(Sampler, BurstsThatLearnNothingComeAtMostEvery10sThenBackOffTo10Minutes) {
 }
 
 TEST(Sampler, ADriverTooSlowToPinAnUpdateIsReadDenselyAgainOnlyAfter10Minutes) {
-  // Reads take 5 ms: no two reads bracket an update within 4 ms, so no burst can learn the
-  // counter.  The next burst waits the longest back-off at once, not 10 s.
+  // Reads take 10 ms: no two reads bracket an update within the widest bracket, 8 ms
+  // (counter_track::kWidestBracketS), so no burst can learn the counter.  The next burst waits
+  // the longest back-off at once, not 10 s.
   sampler_options o;
   o.interval = std::chrono::seconds(1);
   scripted_device d = stepped_gpu(0, 0.1, 0.0375);
-  d.read_s = [](double) { return 0.005; };
+  d.read_s = [](double) { return 0.010; };
   sampler_harness h({d}, o);
   h.start();
   h.run_until(1210.0);
-  const auto found = bursts(h.truth().read_times(0), 0.005);
+  const auto found = bursts(h.truth().read_times(0), 0.010);
   ASSERT_EQ(found.size(), 3U);
-  // Ticks every second from 0.005 s (the end of the first read); each burst starts when the
+  // Ticks every second from 0.010 s (the end of the first read); each burst starts when the
   // tick that decided it has ended.
-  EXPECT_NEAR(found[0].first, 0.006, kNs);
-  EXPECT_NEAR(found[1].first, 601.011, kNs);
-  EXPECT_NEAR(found[2].first, 1202.011, kNs);
+  EXPECT_NEAR(found[0].first, 0.011, kNs);
+  EXPECT_NEAR(found[1].first, 601.021, kNs);
+  EXPECT_NEAR(found[2].first, 1202.021, kNs);
   EXPECT_EQ(h.timeline(0).counter().model(), counter_track::model_kind::unknown);
 }
 

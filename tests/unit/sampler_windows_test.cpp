@@ -119,9 +119,11 @@ TEST(SamplerWindows, WindowsAddUpToTheTotalHoweverManyThereAre) {
 }
 
 TEST(SamplerWindows, TheSnapshotIsPublishedAfterEveryRound) {
-  // Reads take 2 ms: ticks every 100 ms from 2 ms, each snapshot taken at the end of its round.
+  // Reads take 0.8 ms (a counter cheap enough to read at every tick; a costlier one is read
+  // once a second, src/sampler/sampler.cpp): ticks every 100 ms from 0.8 ms, each snapshot taken
+  // at the end of its round.
   scripted_device d = stepped_gpu(0, 0.1, 0.0375);
-  d.read_s = [](double) { return 0.002; };
+  d.read_s = [](double) { return 0.0008; };
   sampler_harness h({d});
   EXPECT_EQ(h.sampler().snapshot(), nullptr);  // nothing read yet
   h.start();
@@ -129,23 +131,23 @@ TEST(SamplerWindows, TheSnapshotIsPublishedAfterEveryRound) {
   const auto first = h.sampler().snapshot();
   ASSERT_TRUE(first);
   EXPECT_EQ(first->ticks, h.sampler().ticks());
-  EXPECT_EQ(first->taken, at(0.504));
+  EXPECT_EQ(first->taken, at(0.5016));
   ASSERT_EQ(first->devices.size(), 1U);
   const auto& g = first->devices[0];
   EXPECT_EQ(g.power_w, 300.0);
-  // The counter as read at 0.503 s: its update at 0.4375 s.
+  // The counter as read at 0.5012 s: its update at 0.4375 s.
   EXPECT_EQ(g.counter_mj, 5'000'000U + 131'250U);
   // Since the first reading, whose counter value is the energy at 0 (its last update before).
-  // Reads 2 ms long bracket updates within 2 ms: placed within 1 ms.
+  // Reads 0.8 ms long bracket updates within 0.8 ms: placed within 0.4 ms.
   ASSERT_TRUE(g.energy_j);
-  EXPECT_NEAR(*g.energy_j, h.truth().energy_j(0, 0.503), 300 * 0.001);
+  EXPECT_NEAR(*g.energy_j, h.truth().energy_j(0, 0.5012), 300 * 0.0004);
   EXPECT_FALSE(g.lost);
 
   h.run_until(0.65);
   const auto second = h.sampler().snapshot();
   EXPECT_NE(second, first);  // replaced, not changed: readers keep theirs
   EXPECT_EQ(second->ticks, first->ticks + 1);
-  EXPECT_EQ(second->taken, at(0.604));
+  EXPECT_EQ(second->taken, at(0.6016));
   EXPECT_EQ(second->devices[0].counter_mj, 5'000'000U + 161'250U);
 }
 

@@ -31,11 +31,22 @@ device_info scripted_gpu(unsigned index) {
   return d;
 }
 
-std::vector<double> script::read_times(std::size_t i, double from) const {
+namespace {
+std::vector<double> times_of(const std::vector<std::pair<std::size_t, double>>& reads,
+                             std::size_t i, double from) {
   std::vector<double> out;
-  for (const auto& [device, start] : reads_)
+  for (const auto& [device, start] : reads)
     if (device == i && start >= from) out.push_back(start);
   return out;
+}
+}  // namespace
+
+std::vector<double> script::read_times(std::size_t i, double from) const {
+  return times_of(reads_, i, from);
+}
+
+std::vector<double> script::counter_read_times(std::size_t i, double from) const {
+  return times_of(counter_reads_, i, from);
 }
 
 double script::power_w(std::size_t i, double t) const {
@@ -111,14 +122,20 @@ scripted_backend::scripted_backend(fake_clock& clock, mono_time origin, script& 
 }
 
 device_reading scripted_backend::read(std::size_t i, read_what what) {
-  (void)what;
   const auto& d = script_.devices()[i];
   const double start = seconds_between(origin_, clock_.now());
-  const auto took = std::chrono::nanoseconds(d.read_s ? to_ns(d.read_s(start)) : 0);
+  const bool power_only = what == read_what::power;
+  const auto& cost = power_only && d.power_read_s ? d.power_read_s : d.read_s;
+  const auto took = std::chrono::nanoseconds(cost ? to_ns(cost(start)) : 0);
   clock_.advance_by(took / 2);
   const double t = seconds_between(origin_, clock_.now());
-  script_.record(i, start);
-  const device_reading r = script_.answer(i, t);
+  script_.record(i, start, power_only);
+  device_reading r = script_.answer(i, t);
+  if (power_only) {
+    r.energy_mj.reset();
+    r.energy_uj.reset();
+    r.energy_counts.reset();
+  }
   clock_.advance_by(took - took / 2);
   return r;
 }

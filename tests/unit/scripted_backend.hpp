@@ -37,6 +37,8 @@ struct scripted_device {
   std::vector<std::pair<double, double>> errors;  // [from, to): reads fail
   // How long a read started at t takes; the device answers in the middle of it.
   std::function<double(double)> read_s;
+  // How long a read of power alone takes (read_what::power); read_s when empty.
+  std::function<double(double)> power_read_s;
 };
 
 // A GPU with a counter in mJ and instant power, as NVML on Volta and newer.
@@ -52,9 +54,14 @@ class script {
   // What device i answers at t.
   device_reading answer(std::size_t i, double t) const;
 
-  // A read of device i that began at `start`; when device i was read, from `from` on.
-  void record(std::size_t i, double start) { reads_.emplace_back(i, start); }
+  // A read of device i that began at `start` (of its counter too unless `power_only`); when
+  // device i was read, from `from` on, and when its counter was.
+  void record(std::size_t i, double start, bool power_only = false) {
+    reads_.emplace_back(i, start);
+    if (!power_only) counter_reads_.emplace_back(i, start);
+  }
   std::vector<double> read_times(std::size_t i, double from = -1.0) const;
+  std::vector<double> counter_read_times(std::size_t i, double from = -1.0) const;
 
   // The truth: energy (J) that device i used from 0 to t.
   double energy_j(std::size_t i, double t) const;
@@ -66,6 +73,7 @@ class script {
 
   std::vector<scripted_device> devices_;
   std::vector<std::pair<std::size_t, double>> reads_;  // (device, start), in order
+  std::vector<std::pair<std::size_t, double>> counter_reads_;
 };
 
 class scripted_backend final : public backend {

@@ -36,7 +36,7 @@ class amd_backend final : public backend {
     device_reading r;
     if (g.lost) return failed(read_status::lost, g.lost_code);
     std::uint32_t code = 0;
-    if (g.counter) {
+    if (g.counter && (what != read_what::power || g.power == power_source::none)) {
       energy_count e;
       const outcome o = source_->energy(g.primary, e, code);
       if (o == outcome::ok) {
@@ -47,7 +47,7 @@ class amd_backend final : public backend {
         return fail(g, o, code);
       }
     }
-    if (what == read_what::all && g.power != power_source::none) {
+    if (what != read_what::counter && g.power != power_source::none) {
       double w = 0.0;
       const outcome o = source_->power(g.primary, g.power, w, code);
       if (o == outcome::ok) {

@@ -45,7 +45,7 @@ class hlml_backend final : public backend {
     if (d.lost) return failed(read_status::lost, d.lost_code);
     const auto& fn = lib_->fn();
     device_reading r;
-    if (d.counter) {
+    if (d.counter && (what != read_what::power || !d.power)) {
       unsigned long long mj = 0;
       const hlml_return_t rc = fn.hlml_device_get_total_energy_consumption(d.handle, &mj);
       if (rc == kSuccess) {
@@ -56,7 +56,7 @@ class hlml_backend final : public backend {
         return fail(d, rc);
       }
     }
-    if (what == read_what::all && d.power) {
+    if (what != read_what::counter && d.power) {
       unsigned int mw = 0;
       const hlml_return_t rc = fn.hlml_device_get_power_usage(d.handle, &mw);
       if (rc == kSuccess) {

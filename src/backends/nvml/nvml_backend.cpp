@@ -88,6 +88,14 @@ class nvml_backend final : public backend {
   device_reading read_device(std::size_t i, read_what what) {
     device_state& d = states_[i];
     device_reading r;
+    if (what == read_what::power && (d.field_power || d.power_usage)) {
+      if (d.field_power) {
+        read_power_instant(d, r);
+      } else {
+        read_power_usage(d, r);
+      }
+      return r;
+    }
     if (d.use_fields) {
       // Energy and instantaneous power in one call.
       std::array<nvmlFieldValue_t, 2> f{};
@@ -108,7 +116,7 @@ class nvml_backend final : public backend {
           return failed(f[1].nvmlReturn);
         }
       }
-      if (what == read_what::all && !d.field_power && d.power_usage) read_power_usage(d, r);
+      if (what != read_what::counter && !d.field_power && d.power_usage) read_power_usage(d, r);
       return r;
     }
     if (d.counter) {
@@ -120,20 +128,11 @@ class nvml_backend final : public backend {
         return failed(rc);
       }
     }
-    if (what == read_what::all) {
+    if (what != read_what::counter) {
       if (d.field_power) {
-        nvmlFieldValue_t f{};
-        f.fieldId = kFiDevPowerInstant;
-        const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetFieldValues(d.handle, 1, &f);
-        const nvmlReturn_t status = rc != kSuccess ? rc : f.nvmlReturn;
-        if (status == kSuccess) {
-          r.power = watts{field_as_double(f) / 1000.0};
-        } else if (!note(r, status, /*counter=*/false)) {
-          return failed(status);
-        }
+        read_power_instant(d, r);
       } else if (d.power_usage) {
         read_power_usage(d, r);
-        if (r.status != read_status::ok) return r;
       }
     }
     return r;
@@ -296,6 +295,19 @@ class nvml_backend final : public backend {
     if (rc != kErrorNotSupported) return false;
     (counter ? r.counter_unsupported : r.power_unsupported) = true;
     return true;
+  }
+
+  // NVML_FI_DEV_POWER_INSTANT into r.power; r becomes the failure when the call fails.
+  void read_power_instant(const device_state& d, device_reading& r) {
+    nvmlFieldValue_t f{};
+    f.fieldId = kFiDevPowerInstant;
+    const nvmlReturn_t rc = lib_->fn().nvmlDeviceGetFieldValues(d.handle, 1, &f);
+    const nvmlReturn_t status = rc != kSuccess ? rc : f.nvmlReturn;
+    if (status == kSuccess) {
+      r.power = watts{field_as_double(f) / 1000.0};
+    } else if (!note(r, status, /*counter=*/false)) {
+      r = failed(status);
+    }
   }
 
   void read_power_usage(const device_state& d, device_reading& r) {

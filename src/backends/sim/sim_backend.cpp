@@ -130,8 +130,9 @@ class sim_backend final : public backend {
     const double idle = kSimIdleFraction * tdp_w_;
     device_reading r;
     const double energy_j = idle * t + (tdp_w_ - idle) * profile_.integral(gpu, t);
-    r.energy_mj = static_cast<std::uint64_t>(std::floor(energy_j * 1000.0));
-    if (what == read_what::all)
+    if (what != read_what::power)
+      r.energy_mj = static_cast<std::uint64_t>(std::floor(energy_j * 1000.0));
+    if (what != read_what::counter)
       r.power = watts{idle + (tdp_w_ - idle) * profile_.utilisation(gpu, t)};
     return r;
   }
