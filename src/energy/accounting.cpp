@@ -99,6 +99,16 @@ void accounting::resolve(bool final) {
       values[d] = to_microjoules(*e);
     }
     if (!known) break;  // boundaries resolve in order
+    // Energy only accumulates.  A boundary resolved after a later reading moved the placement
+    // of a counter update (a pin that refined the update period) can come out a little below
+    // the boundary before it, resolved with the earlier placement; the window between them is
+    // then empty rather than negative, and what it was short of goes to the next one.
+    last_resolved_uj_.resize(timelines_.size());
+    for (std::size_t d = 0; d < timelines_.size(); ++d) {
+      if (values[d] && last_resolved_uj_[d])
+        values[d] = std::max(*values[d], *last_resolved_uj_[d]);
+      if (values[d]) last_resolved_uj_[d] = values[d];
+    }
     b.energy_uj = std::move(values);
     b.resolved = true;
   }

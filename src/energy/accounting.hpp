@@ -103,6 +103,8 @@ class accounting {
 
   std::vector<device_timeline> timelines_;
   std::deque<boundary> boundaries_;
+  // Each device's energy at the last boundary resolved: a later boundary never has less.
+  std::vector<std::optional<microjoules>> last_resolved_uj_;
   static constexpr double kResolveDeadlineS = 5.0;
   // With every boundary resolved, readings older than this are dropped: a boundary placed later
   // is stamped at most a few ticks in the past.

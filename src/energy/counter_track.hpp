@@ -16,6 +16,7 @@
 // Not thread-safe: owned by the sampler thread.
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <deque>
 #include <optional>
@@ -100,14 +101,17 @@ class counter_track {
     return u ? std::optional<double>(*u + period_) : std::nullopt;
   }
 
-  // How far the true update may lie from the one the periodic model predicts near t: half a
-  // bracket at the newest pinned update, growing by the period's own uncertainty at every
-  // period from there.  The sampler reads densely that far before a predicted update, so that
-  // it still pins the update when the phase has drifted (a counter whose reads are costly is not
-  // read at every tick, and a period learnt from a short burst of slow reads is coarse).
+  // How far the true update may lie from the one the periodic model predicts near t: as far as
+  // the reference update instant may be off (half a bracket after one pin, less as pins are
+  // weighed together, more where pins scattered beyond their brackets), growing by the period's
+  // own uncertainty at every period from there.  The sampler reads densely that far before a
+  // predicted update, so that it still pins the update when the phase has drifted (a counter whose
+  // reads are costly is not read at every tick, and a period learnt from a short burst of slow
+  // reads is coarse).
   double prediction_error_s(double t) const {
     if (model_ != model_kind::periodic || period_ <= 0.0) return 0.0;
-    return 0.5 * narrow_bracket_s_ + std::abs(t - last_pinned_) / period_ * period_error_s_;
+    return std::sqrt(3.0 * phase_var_) + scatter_s_ +
+           std::abs(t - last_pinned_) / period_ * period_error_s_;
   }
 
   model_kind model() const { return model_; }
@@ -153,8 +157,10 @@ class counter_track {
   model_kind model_ = model_kind::unknown;
   double period_ = 0.0;
   double period_error_s_ = 0.0;  // how far period_ may be off
+  double scatter_s_ = 0.0;       // how far pins were off beyond their brackets (learn_from_pinned)
+  double phase_var_ = 0.0;       // variance of last_pinned_ (s²)
   double first_pinned_ = 0.0;    // reference update instant for the periodic model
-  double last_pinned_ = 0.0;
+  double last_pinned_ = 0.0;     // the reference update instant predictions count from
 
   // Energy (J) of a raw reading: (raw - base + wrapped) counts, an exact integer, times the
   // unit, plus the offset.  A 64-bit counter's wrap needs no term: raw - base is taken modulo

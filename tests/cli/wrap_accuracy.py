@@ -35,11 +35,18 @@ def random_power(seed, seconds, dt_s=0.02, low=100.0, high=700.0):
             "watts": [round(rng.uniform(low, high), 3) for _ in range(n)]}
 
 
-def scenario(gpus, update_ms, seconds, seed=7, latency_us=0):
-    """A scenario every fake reads: power and an energy counter updated every update_ms."""
+def scenario(gpus, update_ms, seconds, seed=7, latency_us=0, counter_cpu_us=0, counter_wait_us=0):
+    """A scenario every fake reads: power and an energy counter updated every update_ms (whose
+    reads take counter_cpu_us of CPU in the fake NVML, as an H100's take 3,900)."""
+    def counter(i):
+        if not counter_cpu_us:
+            return {"update_ms": update_ms}
+        # Costly counters, each updating at its own instant, as the GPUs of a node do.
+        return {"update_ms": update_ms, "phase_ms": 7 + 23 * i, "read_cpu_us": counter_cpu_us,
+                "read_wait_us": counter_wait_us}
     return {"latency_us": latency_us,
             "devices": [{"power": random_power(seed * 1000 + i, seconds),
-                         "energy_counter": {"update_ms": update_ms}} for i in range(gpus)]}
+                         "energy_counter": counter(i)} for i in range(gpus)]}
 
 
 def vendor_env(vendor, fake_nvml_dir, scenario_path, epoch_ns):
@@ -82,14 +89,15 @@ def percentile(values, p):
 
 def measure(joules_bin, fake_nvml_dir, child, *, gpus=2, update_ms=0, step_ms=100.0, steps=30,
             seed=1, latency_us=0, epoch_before_s=10.0, extra_args=(), trainer=None,
-            vendor="nvidia"):
+            vendor="nvidia", counter_cpu_us=0, counter_wait_us=0):
     """Runs one wrapped training run; returns a dict with the per-step relative errors (total of
     all GPUs per step), the per-GPU ones, and the run's record.
 
     child: "python" (tests/cli/children/py_trainer.py) or "c" (the toy trainer, C stdio).
     fake_nvml_dir: the build folder of the fake NVML; the other fakes are its siblings."""
     seconds = epoch_before_s + 1.0 + steps * step_ms * 1.5 / 1000.0 + 5.0
-    sc = scenario(gpus, update_ms, seconds, seed=seed, latency_us=latency_us)
+    sc = scenario(gpus, update_ms, seconds, seed=seed, latency_us=latency_us,
+                  counter_cpu_us=counter_cpu_us, counter_wait_us=counter_wait_us)
     with tempfile.TemporaryDirectory() as tmp:
         tmp = pathlib.Path(tmp)
         stamps_path, out = tmp / "stamps", tmp / "run.jsonl"

@@ -1,6 +1,7 @@
 // Energy, power readings, field values and power limits: the README's energy model.
 
 #include <algorithm>
+#include <random>
 
 #include "api_util.hpp"
 #include "nvml_exports.hpp"
@@ -28,6 +29,11 @@ nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long 
   fake_nvml::count_energy_read();
   // The driver's work on the CPU, half before the value is taken and half after.
   const unsigned int cpu_us = d.energy_counter.read_cpu_us;
+  if (d.energy_counter.read_wait_us > 0) {
+    static thread_local std::minstd_rand rng(std::random_device{}());
+    fake_nvml::sleep_us(static_cast<unsigned int>(rng() % (d.energy_counter.read_wait_us + 1)));
+    t = fake_nvml::now_s();
+  }
   if (cpu_us > 0) {
     fake_nvml::spin_energy_read(cpu_us / 2);
     t = fake_nvml::now_s();

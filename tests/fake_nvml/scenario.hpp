@@ -45,6 +45,9 @@ struct counter_config {
   // CPU time a read of the counter takes (the driver's work, spent on the caller's thread):
   // about 3,900 µs on an H100, where a power reading takes 2.5 µs (docs/nvml-notes.md §2.4).
   unsigned int read_cpu_us = 0;
+  // Up to this much more, at random, before the value is taken: another process holding the
+  // driver (a second reader of the counter on an H100 adds up to its own 3,900 µs).
+  unsigned int read_wait_us = 0;
 };
 
 struct reading_config {

@@ -280,6 +280,7 @@ device parse_device(const json& j, unsigned int index, unsigned int top_latency_
     d.energy_counter.phase_s = c.number("phase_ms", 0.0) / 1000.0;
     d.energy_counter.initial_mj = c.unsigned_integer("initial_mj", 0);
     d.energy_counter.read_cpu_us = to_uint(c, "read_cpu_us", 0);
+    d.energy_counter.read_wait_us = to_uint(c, "read_wait_us", 0);
     c.finish();
   }
   const reading_config averaged{true, 1.0, 0.1};
