@@ -114,6 +114,13 @@ class counter_track {
            std::abs(t - last_pinned_) / period_ * period_error_s_;
   }
 
+  // The part of prediction_error_s() that grows with the distance from the reference update: the
+  // part that pinning an update resets.
+  double drift_error_s(double t) const {
+    if (model_ != model_kind::periodic || period_ <= 0.0) return 0.0;
+    return std::abs(t - last_pinned_) / period_ * period_error_s_;
+  }
+
   model_kind model() const { return model_; }
   double period_s() const { return period_; }
   bool has_reads() const { return has_last_; }

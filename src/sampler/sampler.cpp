@@ -164,6 +164,7 @@ void sampler::start(std::vector<std::size_t> devices) {
   power_spans_.assign(devices_.size(), read_span{});
   counter_read_at_.assign(devices_.size(), mono_time{});
   counter_read_.assign(devices_.size(), true);
+  repinned_at_.assign(devices_.size(), mono_time{});
   learn_previous_.assign(devices_.size(), std::nullopt);
   learn_next_.assign(devices_.size(), now());
   learn_wait_.assign(devices_.size(), std::chrono::seconds(0));
@@ -467,10 +468,11 @@ void sampler::repin(std::stop_token& stop) {
   // A costly counter is not read at every tick, so its updates are pinned only at boundaries; a
   // period learnt from the start burst's few slow reads may be off by 3 ms, 30 ms ten periods
   // on, and with no boundary for a while the model would lose track of which update is which.
-  // So whenever a costly counter's prediction one period ahead may be off by more than its
+  // So whenever the drift of a costly counter's prediction one period ahead may exceed half its
   // bracket, one of its updates is pinned: each pin lengthens the baseline the period is
-  // measured over, and the pins come further and further apart (on an H100, a dozen in the
-  // first ten seconds, then about one every ten seconds).  One device per tick.
+  // measured over, and the pins come further and further apart (on an H100, a few in the first
+  // ten seconds, then about one every ten seconds).  One device per tick, and each at most every
+  // kCostlyCounterEvery: on a busy machine pins scatter, and pinning more often would not help.
   const double t = monotonic_seconds(now());
   std::optional<std::size_t> due;
   double worst = 0.0;
@@ -479,16 +481,22 @@ void sampler::repin(std::stop_token& stop) {
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       const counter_track& c = tl.counter();
-      if (tl.lost() || c.model() != counter_track::model_kind::periodic || !costly_counter(k))
+      if (tl.lost() || c.model() != counter_track::model_kind::periodic || !costly_counter(k) ||
+          now() - repinned_at_[k] < kCostlyCounterEvery)
         continue;
-      const double error = c.prediction_error_s(t + c.period_s());
-      if (error > c.narrow_bracket_s() && error > worst) {
+      // A counter whose ticks all fall close to its updates (the ticks and the updates both
+      // every 100 ms) is never read at a tick: pinning an update reads it instead.
+      const bool unread = now() - counter_read_at_[k] >= 2 * kCostlyCounterEvery;
+      const double error = unread ? c.period_s() : c.drift_error_s(t + c.period_s());
+      if ((unread || error > 0.5 * c.narrow_bracket_s()) && error > worst) {
         worst = error;
         due = k;
       }
     }
   }
-  if (due) edge_burst(stop, /*finishing=*/false, due);
+  if (!due) return;
+  repinned_at_[*due] = now();
+  edge_burst(stop, /*finishing=*/false, due);
 }
 
 void sampler::edge_burst(std::stop_token& stop, bool finishing, std::optional<std::size_t> only) {
@@ -533,10 +541,12 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing, std::optional<st
         if (only) {
           w.from_s = *u - margin;
         } else {
-          // The update just past, when a read now could still miss it, or the next one.
+          // The update just past, when a read now could still miss it or when the boundary's
+          // read skipped the counter for being close to it; otherwise the next one.
           const double last = *u - c.period_s();
+          const bool skipped = !counter_read_[k] && now_s - last < 0.5 * c.period_s();
           w.settle = true;
-          w.from_s = (now_s - last < update_margin_s(k, last) ? last : *u) + margin;
+          w.from_s = (skipped || now_s - last < update_margin_s(k, last) ? last : *u) + margin;
         }
       }
       if (!w.settle) dense_from = std::min(dense_from, w.from_s);

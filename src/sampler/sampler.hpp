@@ -259,7 +259,8 @@ class sampler {
   std::vector<read_span> read_spans_;
   std::vector<read_span> power_spans_;
   std::vector<mono_time> counter_read_at_;
-  std::vector<bool> counter_read_;  // whether the last round read each device's counter
+  std::vector<bool> counter_read_;      // whether the last round read each device's counter
+  std::vector<mono_time> repinned_at_;  // repin(): when each device's last began
 
   std::atomic<std::uint64_t> ticks_{0};
   std::atomic<bool> edge_requested_{false};
