@@ -177,6 +177,16 @@ class sampler {
  private:
   enum class wake { timeout, edge, finish };
 
+  // An energy counter whose reads usually take longer than this is costly: NVML's on an H100
+  // takes 3.9 ms of CPU a read, where instantaneous power takes 2.5 µs (docs/nvml-notes.md
+  // §2.4); read every 100 ms on 8 GPUs, that would be a third of a core.  The ticks then read
+  // its power, and its counter at most every kCostlyCounterEvery and never close to an update;
+  // a boundary reads it once the update after it is past (edge_burst), and repin() pins one of
+  // its updates now and then.  The energy between two counter readings is shaped by the power
+  // read between them (energy/device_timeline.cpp), so totals and windows stay the counter's.
+  static constexpr double kCostlyReadS = 0.001;
+  static constexpr std::chrono::seconds kCostlyCounterEvery{1};
+
   void thread_main(std::stop_token stop, const backend_factory& open);
   void run_task(const std::function<void()>& task);
   // Queues a posted task (dropped at once when the thread no longer runs tasks).
