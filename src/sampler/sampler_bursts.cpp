@@ -77,32 +77,29 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   }
   // How long power alone takes is known after one such round.
   if (costly >= 2 && round_s(std::nullopt) > bracket) read_round(round_kind::shape);
-  std::vector<std::vector<bool>> groups;
+  std::vector<std::size_t> alone;  // read densely one at a time, after the others together
   {
     std::lock_guard lock(mu_);
-    std::vector<bool> rest = which;
     if (costly >= 2 && round_s(std::nullopt) > bracket) {
       for (std::size_t k = 0; k < devices_.size(); ++k) {
         const device_timeline& tl = accounting_->timeline(k);
-        if (!which[k] || !costly_counter(k) || tl.lost() ||
-            round_s(k) > tl.counter().narrow_bracket_s())
-          continue;
-        groups.emplace_back(devices_.size(), false);
-        groups.back()[k] = true;
-        rest[k] = false;
+        if (which[k] && costly_counter(k) && !tl.lost() &&
+            round_s(k) <= tl.counter().narrow_bracket_s())
+          alone.push_back(k);
       }
     }
-    if (groups.size() < 2) {
-      groups.clear();
-      rest = which;
-    }
-    if (std::find(rest.begin(), rest.end(), true) != rest.end())
-      groups.insert(groups.begin(), rest);
   }
+  if (alone.size() < 2) alone.clear();
+  std::vector<bool> rest = which;
+  for (std::size_t k : alone)
+    rest[k] = false;
   bool reading = true;
-  for (const auto& group : groups) {
-    const std::vector<bool> focus = groups.size() > 1 ? group : std::vector<bool>{};
-    reading = burst(stop, group, focus, reading);
+  if (std::find(rest.begin(), rest.end(), true) != rest.end())
+    reading = burst(stop, rest, alone.empty() ? std::vector<bool>{} : rest, reading);
+  for (std::size_t k : alone) {
+    std::vector<bool> only(devices_.size(), false);
+    only[k] = true;
+    reading = burst(stop, only, only, reading);
   }
   // The dense reads cover the start boundary: no extra edge reads for it.
   edge_requested_.store(false);
