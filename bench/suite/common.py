@@ -83,11 +83,12 @@ def constant_scenario(gpus: int, watts: float = 300.0, latency_us: int = 20,
                       update_ms: int = 100, counter_cpu_us: int = 0) -> dict:
     """counter_cpu_us: CPU time each read of the energy counter takes (3,900 µs on an H100,
     docs/nvml-notes.md §2.4); 0, as cheap as any other call."""
+    counter = {"update_ms": update_ms}
+    if counter_cpu_us:
+        counter["read_cpu_us"] = counter_cpu_us
     return {"latency_us": latency_us,
             "devices": [{"power": {"type": "constant", "watts": watts},
-                         "energy_counter": {"update_ms": update_ms,
-                                            "read_cpu_us": counter_cpu_us}}
-                        for _ in range(gpus)]}
+                         "energy_counter": dict(counter)} for _ in range(gpus)]}
 
 
 def fake_env(scenario: dict | str, epoch_ns: int | None = None, variant: str = "full",
