@@ -186,6 +186,7 @@ class sampler {
   // read between them (energy/device_timeline.cpp), so totals and windows stay the counter's.
   static constexpr double kCostlyReadS = 0.001;
   static constexpr std::chrono::seconds kCostlyCounterEvery{1};
+  static constexpr double kSparsePeriodReads = 10.0;
 
   void thread_main(std::stop_token stop, const backend_factory& open);
   void run_task(const std::function<void()>& task);
@@ -205,6 +206,10 @@ class sampler {
                                                            const std::vector<bool>& focus = {});
   // Whether device k's counter takes long to read and power can be read without it.
   bool costly_counter(std::size_t k) const;
+  // A costly counter whose update period the model knows, at least kSparsePeriodReads reads
+  // long: the one the ticks read once a second and a boundary once past its update.  On the
+  // sampler thread, without the lock.
+  bool sparse_counter(std::size_t k) const;
   // How far from a predicted update of device k's counter a read of it at t could still have
   // seen it or not; whether t is that close to one.  On the sampler thread (which alone changes
   // accounting_), without the lock.

@@ -49,6 +49,15 @@ bool sampler::costly_counter(std::size_t k) const {
          read_spans_[k].usual() > kCostlyReadS;
 }
 
+bool sampler::sparse_counter(std::size_t k) const {
+  // Only a counter whose updates are far apart for its reads can be read once per update and
+  // placed by the model: one updated every 10 ms that takes 2 ms to read (a loaded machine) is
+  // read at every tick, as any other, and the energy between two readings stays a tick's.
+  const counter_track& c = accounting_->timeline(k).counter();
+  return costly_counter(k) && c.model() == counter_track::model_kind::periodic &&
+         c.period_s() >= kSparsePeriodReads * read_spans_[k].usual();
+}
+
 void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which) {
   // A round of several costly counters (an H100's: 4 ms a read) reads each of them too seldom to
   // pin its updates.  Where reading one counter and the others' power alone makes a round short
@@ -217,7 +226,7 @@ void sampler::repin(std::stop_token& stop) {
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       const counter_track& c = tl.counter();
-      if (tl.lost() || c.model() != counter_track::model_kind::periodic || !costly_counter(k) ||
+      if (tl.lost() || c.model() != counter_track::model_kind::periodic || !sparse_counter(k) ||
           now() - repinned_at_[k] < kCostlyCounterEvery)
         continue;
       // A counter whose ticks all fall close to its updates (the ticks and the updates both
@@ -272,7 +281,7 @@ void sampler::edge_burst(std::stop_token& stop, bool finishing, std::optional<st
       const auto u = c.next_update_after(now_s);
       if (!u) continue;
       watched w{k, false, *u - kPinGuardS, c.last_energy_j()};
-      if (costly_counter(k)) {
+      if (sparse_counter(k)) {
         const double margin = update_margin_s(k, *u);
         if (only) {
           w.from_s = *u - margin;
