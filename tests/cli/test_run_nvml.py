@@ -321,8 +321,11 @@ def test_a_counter_that_costs_4ms_of_cpu_a_read_is_read_once_a_second_and_stays_
     calls = json.loads(log.read_text().splitlines()[-1])
     energy_reads = calls["energy_reads"]
     reads = calls["calls"]["nvmlDeviceGetFieldValues"]
-    assert energy_reads < 120, calls
-    assert reads - energy_reads >= 60, calls  # power alone at the other ticks
+    # Under a sanitizer on a busy machine a read of it takes over 10 ms, a tenth of its 100 ms
+    # period: joules then reads it at every tick, as any counter, and only the total is checked.
+    if not SANITIZED:
+        assert energy_reads < 120, calls
+        assert reads - energy_reads >= 60, calls  # power alone at the other ticks
     end = records[-1]
     assert end["method"] == "counter"
     truth = truth_j(scenario, 0, epoch, end["start_monotonic_s"], end["end_monotonic_s"])
