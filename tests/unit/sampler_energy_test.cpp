@@ -10,6 +10,19 @@
 namespace joules::testing {
 namespace {
 
+// A GPU whose counter is as costly as an H100's (docs/nvml-notes.md §2.4): updated every 100 ms,
+// 4.3 ms a read, 3 µs a reading of power alone (or as long as a full read: cheap_power false).
+constexpr double kCostlyReadS = 0.0043;
+scripted_device costly_gpu(unsigned index, double phase, bool cheap_power = true) {
+  scripted_device d = stepped_gpu(index, 0.1, phase);
+  d.read_s = [](double) { return kCostlyReadS; };
+  if (cheap_power) d.power_read_s = [](double) { return 3e-6; };
+  return d;
+}
+// How far such a window's edge may be off at 650 W: half a bracket (one and a half reads) and
+// half a read.
+constexpr double kCostlyEdgeJ = 650.0 * (0.5 * 1.5 * kCostlyReadS + 0.5 * kCostlyReadS);
+
 TEST(SamplerEnergy, AWindowWhoseEdgesFallInsideUpdatePeriodsIsExact) {
   // The counter advances every 100.7 ms: the start burst's 1 ms brackets learn 100.67 ms, and by
   // 30 s the phase that predicts is 10 ms off.  The reads after each boundary pin the update
@@ -33,9 +46,8 @@ TEST(SamplerEnergy, ACounterThatTakes4msAReadIsPinnedAndItsWindowsAreExactToItsR
   // windows are exact to within half a bracket and half a read at each edge, at 650 W while the
   // power changes inside them.  With the bracket held at 4 ms the counter stayed unlearnt and
   // these windows were 24 J and 32 J off.
-  scripted_device d = stepped_gpu(0, 0.1, 0.0375);
+  scripted_device d = costly_gpu(0, 0.0375, /*cheap_power=*/false);
   d.power = {{0.0, 300.0}, {12.25, 650.0}, {17.5, 200.0}};
-  d.read_s = [](double) { return 0.0043; };
   sampler_harness h({d});
   h.start();
   boundary_at(h, 10.01);
@@ -45,9 +57,8 @@ TEST(SamplerEnergy, ACounterThatTakes4msAReadIsPinnedAndItsWindowsAreExactToItsR
   EXPECT_EQ(h.timeline(0).counter().model(), counter_track::model_kind::periodic);
   EXPECT_NEAR(h.timeline(0).counter().period_s(), 0.1, 1e-4);
   ASSERT_EQ(windows.size(), 2U);
-  const double edge_j = 650.0 * (0.5 * 1.5 * 0.0043 + 0.5 * 0.0043);
   for (const auto& w : windows)
-    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 2 * edge_j) << w.index;
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 2 * kCostlyEdgeJ) << w.index;
 }
 
 TEST(SamplerEnergy, ACostlyCounterIsReadOnceASecondOnTicksAndWindowsStayExact) {
@@ -56,10 +67,8 @@ TEST(SamplerEnergy, ACostlyCounterIsReadOnceASecondOnTicksAndWindowsStayExact) {
   // power alone between, and the update instants are kept known by pinning one now and then;
   // at a boundary the counter is read once its next update is past.  The windows are as exact
   // as the updates are pinned, though the power changes inside them.
-  scripted_device d = stepped_gpu(0, 0.1, 0.0375);
+  scripted_device d = costly_gpu(0, 0.0375);
   d.power = {{0.0, 300.0}, {12.25, 650.0}, {17.5, 200.0}};
-  d.read_s = [](double) { return 0.0043; };
-  d.power_read_s = [](double) { return 3e-6; };
   sampler_harness h({d});
   h.start();
   boundary_at(h, 10.01);
@@ -83,9 +92,8 @@ TEST(SamplerEnergy, ACostlyCounterIsReadOnceASecondOnTicksAndWindowsStayExact) {
   EXPECT_LE(between(counter, 15.03, 15.23), 2);
   EXPECT_EQ(h.timeline(0).counter().model(), counter_track::model_kind::periodic);
   ASSERT_EQ(windows.size(), 2U);
-  const double edge_j = 650.0 * (0.5 * 1.5 * 0.0043 + 0.5 * 0.0043);
   for (const auto& w : windows)
-    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 2 * edge_j) << w.index;
+    EXPECT_NEAR(window_j(w, 0), truth_j(h.truth(), 0, w), 2 * kCostlyEdgeJ) << w.index;
 }
 
 TEST(SamplerEnergy, EightCostlyCountersArePinnedOneAtATimeAndTheirWindowsAreExact) {
@@ -97,10 +105,8 @@ TEST(SamplerEnergy, EightCostlyCountersArePinnedOneAtATimeAndTheirWindowsAreExac
   // device's windows are exact to within its reads.
   std::vector<scripted_device> gpus;
   for (unsigned i = 0; i < 8; ++i) {
-    scripted_device d = stepped_gpu(i, 0.1, 0.0061 + 0.0123 * i);
+    scripted_device d = costly_gpu(i, 0.0061 + 0.0123 * i);
     d.power = {{0.0, 300.0 + 40.0 * i}, {12.25, 650.0}, {17.5, 200.0 + 10.0 * i}};
-    d.read_s = [](double) { return 0.0043; };
-    d.power_read_s = [](double) { return 3e-6; };
     gpus.push_back(d);
   }
   sampler_harness h(gpus);
@@ -111,11 +117,11 @@ TEST(SamplerEnergy, EightCostlyCountersArePinnedOneAtATimeAndTheirWindowsAreExac
   h.run_until(20.5);
   const auto windows = h.finish_at();
   ASSERT_EQ(windows.size(), 3U);
-  const double edge_j = 650.0 * (0.5 * 1.5 * 0.0043 + 0.5 * 0.0043);
   for (std::size_t i = 0; i < 8; ++i) {
     EXPECT_EQ(h.timeline(i).counter().model(), counter_track::model_kind::periodic) << i;
     for (const auto& w : windows)
-      EXPECT_NEAR(window_j(w, i), truth_j(h.truth(), i, w), 2 * edge_j) << i << " " << w.index;
+      EXPECT_NEAR(window_j(w, i), truth_j(h.truth(), i, w), 2 * kCostlyEdgeJ)
+          << i << " " << w.index;
     // Around the last two boundaries (the periods refined by the first): a few reads each.
     const auto t = h.truth().counter_read_times(i, 15.03);
     EXPECT_LE(std::count_if(t.begin(), t.end(), [](double x) { return x < 15.5; }), 8) << i;
