@@ -4,6 +4,7 @@
 // steps") describes the rules.
 
 #include "steps/counter_learner.hpp"
+#include "steps/field_words.hpp"
 
 #include <algorithm>
 #include <cstdint>
@@ -83,7 +84,12 @@ counter_learner::global_step counter_learner::globalize(const field& c, std::opt
   // No epoch printed: a counter that goes back to where it began is a new epoch, and the count
   // goes on (a bar that restarts every epoch: "190/190" in the second epoch is step 380).
   if (!t.last_value) t.zero_based = v == 0;
-  if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride &&
+  // A count named a step with neither total nor epoch ("Step      1: Ran 1 train steps" after
+  // "Step   1000: ...", Trax) counts the run: back at its start, it is a new run.  Batches and
+  // iterations without them are often an epoch's.
+  const bool run_count = c.place == field_place::keyed && !c.total &&
+                         (eq_ci(trim_key(c.key), "step") || eq_ci(trim_key(c.key), "steps"));
+  if (t.last_value && v < *t.last_value && t.stride > 0 && v <= t.stride && !run_count &&
       (!c.total || c.total == t.last_total)) {
     // A counter from 0 has shown one more than its last count.
     t.epoch_sum += c.total ? *c.total : epochs_mul_add(1, *t.last_value, t.zero_based ? 1 : 0);

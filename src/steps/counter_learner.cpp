@@ -233,6 +233,12 @@ bool counter_learner::epoch_is_step(std::string_view message, const line_fields&
   // A line of an epoch's training values may carry its evaluation's too (PyG's "Epoch: 001,
   // Loss: 1.9451, Train: 0.2071, Val: 0.2040, Test: 0.2100").
   if (finer_steps_ > 0 || f.notice || (eval && (!loss_before_eval(message)))) return false;
+  // An epoch under way is not one done: "EPOCH 2 - PROGRESS: at 4.18% examples" (Gensim) comes
+  // before the line that ends epoch 2.
+  if (contains_ci(message, "progress") && message.find('%') != std::string_view::npos &&
+      message.find("100%") == std::string_view::npos) {
+    return false;
+  }
   // "Starting Epoch 17: learning rate per sample = 0.000047" announces an epoch with its
   // settings: no training has been done in it.
   if (starts_epoch(message, f)) return false;
@@ -310,6 +316,24 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
 
   const auto a = announced(message, f);
   if (a) announced_epoch_ = a;
+  if (c.epoch != nullptr) {
+    // An epoch lower than the last one begins a new run ("Epoch: 0, Loss: 2.16" after "Epoch
+    // 02, Loss: 2.19" in a log of two programs).  If its first two epoch lines come with nothing
+    // finer than an epoch counted before or between them, the new run counts its epochs,
+    // whatever the old one counted.  (One line is not enough: a trainer may print the epoch
+    // before the steps in it.)
+    const bool quiet = finer_steps_ == finer_at_epoch_;
+    if (!quiet) {
+      run_epochs_ = 0;
+    } else if (last_epoch_ && c.epoch->value < *last_epoch_) {
+      run_epochs_ = 1;
+    } else if (run_epochs_ > 0 && last_epoch_ && c.epoch->value > *last_epoch_ &&
+               ++run_epochs_ == 2) {
+      finer_steps_ = 0;
+    }
+    last_epoch_ = c.epoch->value;
+    finer_at_epoch_ = finer_steps_;
+  }
   const field* cp = candidate ? c.counter : nullptr;
   bool epoch_counter = false;
   if (cp == nullptr && c.epoch != nullptr) {

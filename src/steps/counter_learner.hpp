@@ -145,8 +145,12 @@ class counter_learner {
   std::optional<std::uint64_t> last_step_;
   std::uint64_t last_gap_ = 0;
   std::uint64_t new_steps_ = 0;
-  // New steps made by counters finer than an epoch: once there are any, an epoch is not a step.
+  // New steps made by counters finer than an epoch: once there are any, an epoch is not a step,
+  // until a new run (an epoch that goes back) has shown none of them by its second epoch line.
   std::uint64_t finer_steps_ = 0;
+  std::optional<std::uint64_t> last_epoch_;  // the epoch on the last line that had one
+  std::uint64_t finer_at_epoch_ = 0;         // finer_steps_ when that line was read
+  std::uint32_t run_epochs_ = 0;  // epoch lines of a new run with nothing finer counted yet
   bool resume_pending_ = false;
 };
 

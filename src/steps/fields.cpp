@@ -52,6 +52,16 @@ std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
     --i;
     ++gap;
   }
+  // "EPOCH - 1 : training on ..." (Gensim): a dash between a counter's name and its number.
+  if (i >= 3 && s[i - 1] == '-' && s[i - 2] == ' ') {
+    std::size_t e = i - 2;
+    while (e > 0 && s[e - 1] == ' ')
+      --e;
+    std::size_t b = e;
+    while (b > 0 && is_alpha(s[b - 1]))
+      --b;
+    if (b < e && names_counter(s.substr(b, e - b))) i = e;
+  }
   // "Epoch(train) [1]", "Iter(val) [50]": the word before a short parenthesised qualifier.
   if (i > 0 && s[i - 1] == ')') {
     const std::size_t open = s.rfind('(', i - 1);
@@ -482,7 +492,20 @@ struct scanner {
           const bool quoted = i > 0 && (s[i - 1] == '"' || s[i - 1] == '\'') && e < n &&
                               s[e] == s[i - 1];  // {"mode": "val", ...} (MMCV's JSON log)
           const bool label = e - i >= 4 && s.substr(e, 2) == ": " && i >= 2 && s[i - 2] == ',';
-          if (words == 0 || quoted || label || (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
+          // A cell of its own: "Epoch 5 | Validation | Elapsed Time: 0:00:27 | Steps: 176"
+          // (DeepSpeech, Coqui STT).
+          std::size_t before = i;
+          while (before > 0 && s[before - 1] == ' ')
+            --before;
+          std::size_t after = e;
+          while (after < n && s[after] == ' ')
+            ++after;
+          const bool cell = before > 0 && s[before - 1] == '|' && after < n && s[after] == '|';
+          // Right after the count it reports at: "Step    100: eval  CategoryCrossEntropy |
+          // 4.50655540" (Trax).
+          const bool at_count = i >= 3 && s[i - 1] == ' ' && s[i - 2] == ':' && is_digit(s[i - 3]);
+          if (words == 0 || quoted || label || cell || at_count ||
+              (i > 0 && s[i - 1] == '[' && e < n && s[e] == ']') ||
               (eq_ci(w, "valid") && s.substr(e, 3) == " on")) {
             out.eval_tag = true;
           }

@@ -189,6 +189,12 @@ bool match_phase(std::string_view body, match& m) {
   }
   const std::string_view before = word_before(body, sav);
   if (before == "be" || before == "will" || before == "to") return false;  // "will be saved to"
+  // No save at all: "Did not save checkpoint as output_dir is None" (Trax), "won't save",
+  // "Skipping saving the model".
+  if (before == "not" || before == "Not" || before == "never" || before == "cannot" ||
+      before == "t" || starts_with_ci(before, "skip")) {
+    return false;
+  }
   const bool end = saved || starts_with_ci(before, "finished") || starts_with_ci(before, "done");
   m.kind = end ? line_kind::phase_end : line_kind::phase_begin;
   m.phase = "checkpoint";

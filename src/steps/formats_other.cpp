@@ -14,6 +14,7 @@
 //   char-rnn        170/9500 (epoch 0.895), train_loss = 2.84438551, grad/param norm = 1.3e-01
 //   word LM         | epoch   1 |   200/ 2323 batches | lr 20.00 | ms/batch 15.86 | loss  6.78
 
+#include "steps/field_words.hpp"
 #include "steps/formats.hpp"
 #include "steps/scan.hpp"
 
@@ -228,6 +229,24 @@ bool match_lower_e(std::string_view body, match& m) {
   return match_fairseq(body, m) || match_word_lm(body, m);
 }
 
+// Whether a Python dict holds a whole number under a key that names a step counter other than
+// the Trainer's own 'step' ("{'exs': 3616, 'num_updates': 113, ...}").
+bool counts_updates(std::string_view body) {
+  for (std::size_t at = body.find(": "); at != std::string_view::npos;
+       at = body.find(": ", at + 2)) {
+    if (at < 3 || body[at - 1] != '\'') continue;
+    const std::size_t open = body.rfind('\'', at - 2);
+    if (open == std::string_view::npos) continue;
+    const std::string_view key = body.substr(open + 1, at - 2 - open);
+    if (key == "step") continue;
+    const field_role r = role_of_key(key);
+    if (r != field_role::step && r != field_role::global) continue;
+    cursor c(body, at + 2);
+    if (c.uint() && (c.peek() == ',' || c.peek() == '}')) return true;
+  }
+  return false;
+}
+
 // Hugging Face log dicts carry metrics; the step count comes from the progress bar.  fairseq's
 // JSON log format carries num_updates.
 bool match_dict(std::string_view body, match& m) {
@@ -253,6 +272,10 @@ bool match_dict(std::string_view body, match& m) {
     if (c.uint() && (c.peek() == ',' || c.peek() == '}') && !contains(body, "'step': "))
       return false;
   }
+  // A dict that counts its own updates under a key of its own ("'num_updates': 113",
+  // "'total_train_updates': 36": ParlAI) is another trainer's too, and no Trainer dict ends
+  // an evaluation without an eval_ key.
+  if (!eval && counts_updates(body)) return false;
   set_kind(m, eval ? line_kind::phase_end : line_kind::none, "hf_trainer", body);
   // The TensorFlow Trainer has no progress bar: its dicts carry the step.
   if (!eval) {

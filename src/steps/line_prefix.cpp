@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "steps/field_words.hpp"
 #include "steps/scan.hpp"
 
 namespace joules::steps {
@@ -151,6 +152,18 @@ bool prefix_bracket(std::string_view inside) {
   for (std::size_t i = 0; i + 5 <= inside.size(); ++i) {
     if (clock_len(inside.substr(i)) != 0) return true;
   }
+  // A group that ends with a log level: "[steps/nnet3/chain/train.py:529 - train - INFO ]"
+  // (Kaldi's Python scripts).
+  std::size_t end = inside.size();
+  while (end > 0 && is_space(inside[end - 1]))
+    --end;
+  std::size_t last = end;
+  while (last > 0 && is_alpha(inside[last - 1]))
+    --last;
+  if (last < end && last > 0 && (is_space(inside[last - 1]) || inside[last - 1] == '-') &&
+      level_len(inside.substr(last, end - last)) == end - last) {
+    return true;
+  }
   std::size_t i = 0;
   while (i < inside.size() && is_space(inside[i]))
     ++i;
@@ -204,17 +217,20 @@ std::size_t logger_len(std::string_view s) {
   if (i == 0 || i >= s.size() || is_digit(s[0])) return 0;
   const std::string_view name = s.substr(0, i);
   const std::string_view rest = s.substr(i);
+  // Nor by a counter's name: "EPOCH - 1 : training on ..." (Gensim) is the message.
+  if (names_counter(name)) return 0;
   if (rest.substr(0, 3) == " - " || rest.substr(0, 3) == " | ") return i + 3;
   if (rest[0] == '\t') return i + 1;
   if (rest[0] != ':') return 0;
   // loguru: name:function:line - message
   std::size_t j = 0;
+  std::size_t last = 0;  // where the last component begins
   while (j < rest.size() && rest[j] == ':') {
-    ++j;
+    last = ++j;
     while (j < rest.size() && (is_alnum(rest[j]) || rest[j] == '_'))
       ++j;
   }
-  if (rest.substr(j, 3) == " - ") return i + j + 3;
+  if (rest.substr(j, 3) == " - " && !names_counter(rest.substr(last, j - last))) return i + j + 3;
   if (j < rest.size() && rest[j] == '\t') return i + j + 1;  // OLMo-core: name:line<TAB>
   if (rest.size() > 1 && !is_space(rest[1]) && !is_digit(rest[1])) return i + 1;  // root:msg
   if (name.find('.') != std::string_view::npos && rest.size() > 2 && rest[1] == ' ' &&
@@ -272,7 +288,14 @@ std::string_view strip_prefixes(std::string_view line) {
     if (s.empty()) break;
     if (s[0] == '[') {
       const std::size_t close = s.find(']');
-      if (close == std::string_view::npos || !prefix_bracket(s.substr(1, close - 1))) break;
+      if (close == std::string_view::npos) break;
+      // Open MPI's --tag-output (mpirun, horovodrun): "[1,0]<stdout>:", job and rank.
+      const std::string_view tag = s.substr(close + 1, 9);
+      if (tag == "<stdout>:" || tag == "<stderr>:") {
+        i += close + 10;
+        continue;
+      }
+      if (!prefix_bracket(s.substr(1, close - 1))) break;
       i += close + 1;
       if (i < line.size() && line[i] == ':') ++i;
       continue;

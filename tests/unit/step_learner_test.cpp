@@ -481,5 +481,115 @@ TEST(StepLearner, AnEpochLineOfALaterRunStartsItAgain) {
             (steps_list{{100, 1}, {200, 100}, {-1, 0}, {-1, 0}}));
 }
 
+TEST(StepLearner, ARunOfAnotherProgramThatCountsEpochsHasThemAsSteps) {
+  // A program whose bars count (PyG's sampling example), then one that prints only epochs
+  // (DGL's pure_pyg.py): its epochs go back and nothing finer is counted on its first two epoch
+  // lines.  The first is held back (a trainer may print the epoch before the steps in it), the
+  // next ones are steps.
+  const std::vector<std::string> two_programs = {
+      "Epoch 00: 100%|██████████| 90941/90941 [00:02<00:00, 35622.37it/s]",
+      "Epoch 00, Loss: 2.1922, Approx. Train: 0.4017",
+      "Time 2.56",
+      "Evaluating: 100%|██████████| 508029/508029 [00:02<00:00, 239648.41it/s]",
+      "Train: 0.5455, Val: 0.5342, Test: 0.4670",
+      "Epoch 01: 100%|██████████| 90941/90941 [00:01<00:00, 51098.59it/s]",
+      "Epoch 01, Loss: 2.2190, Approx. Train: 0.3943",
+      "Time 1.78",
+      "Evaluating: 100%|██████████| 508029/508029 [00:01<00:00, 271906.52it/s]",
+      "Train: 0.5429, Val: 0.5406, Test: 0.4877",
+      "Epoch 02: 100%|██████████| 90941/90941 [00:01<00:00, 50560.25it/s]",
+      "Epoch 02, Loss: 2.1863, Approx. Train: 0.4050",
+      "device is:  cpu",
+      "Epoch: 0, Loss: 2.1602, Accuracy: 0.4013, Val Acc: 0.4994",
+      "Epoch: 1, Loss: 1.5205, Accuracy: 0.5548, Val Acc: 0.5373",
+      "Epoch: 2, Loss: 1.4128, Accuracy: 0.5814, Val Acc: 0.5565"};
+  const auto got = steps_of(two_programs);
+  ASSERT_EQ(got.size(), 16U);
+  EXPECT_EQ(got[10].first, 272823);
+  EXPECT_EQ(got[13].first, -1);
+  EXPECT_EQ(got[14], (std::pair<long long, std::uint64_t>{1, 1}));
+  EXPECT_EQ(got[15], (std::pair<long long, std::uint64_t>{2, 1}));
+  // The same trainer run again counts its steps again (the bar of 500 goes on as a new epoch
+  // does): its epoch lines stay what they were.
+  EXPECT_EQ(
+      steps_of({"step 100/500 loss 0.5", "Epoch 1, loss 0.41, acc 0.88", "step 200/500 loss 0.4",
+                "Epoch 2, loss 0.40, acc 0.89", "Epoch 1, loss 0.52, acc 0.85",
+                "step 100/500 loss 0.6", "Epoch 2, loss 0.42, acc 0.87"}),
+      (steps_list{{100, 1}, {-1, 0}, {200, 100}, {-1, 0}, {-1, 0}, {600, 400}, {-1, 0}}));
+}
+
+TEST(StepLearner, AStepCountWithoutTotalOrEpochThatGoesBackStartsANewRun) {
+  // Trax: "Step" counts the run; back at 1 it is a new run, not a second epoch.
+  const auto got = steps_of({"Step      1: Ran 1 train steps in 1.20 secs",
+                             "Step    100: Ran 99 train steps in 1.60 secs",
+                             "Step    200: Ran 100 train steps in 1.53 secs",
+                             "Step      1: Ran 1 train steps in 58.45 secs",
+                             "Step     50: Ran 49 train steps in 45.91 secs"});
+  EXPECT_EQ(got, (steps_list{{1, 1}, {100, 99}, {200, 100}, {1, 1}, {50, 49}}));
+  // Batches without them start again as an epoch's do: the count goes on.
+  EXPECT_EQ(
+      steps_of({"batch 1 loss 0.9", "batch 2 loss 0.8", "batch 3 loss 0.7", "batch 1 loss 0.6"}),
+      (steps_list{{1, 1}, {2, 1}, {3, 1}, {4, 1}}));
+}
+
+TEST(StepLearner, ReportsOfOtherToolsAndTrainers) {
+  // ParlAI's dicts count their updates; the Hugging Face Trainer's do not.
+  EXPECT_EQ(steps_of({"[ time:2.0s total_exs:3616 epochs:0.4 time_left:24.0s ] {'exs': 3616, "
+                      "'lr': 1, 'num_updates': 113, 'loss': 122.7, 'ppl': 3.031}",
+                      "[ time:4.0s total_exs:7360 epochs:0.82 time_left:21.0s ] {'exs': 3744, "
+                      "'lr': 1, 'num_updates': 230, 'loss': 107.5, 'ppl': 2.505}"}),
+            (steps_list{{113, 1}, {230, 117}}));
+  // mpirun's --tag-output prefix is the rank's, not a counter.
+  EXPECT_EQ(steps_of({"[1,1]<stdout>:Epoch 0/100, Batch 16/29316",
+                      "[1,0]<stdout>:Total loss is  236.6 ETA is  7:57:00.494483",
+                      "[1,1]<stdout>:Total loss is  236.6 ETA is  7:57:05.048570",
+                      "[1,0]<stdout>:Epoch 0/100, Batch 17/29316"}),
+            (steps_list{{16, 1}, {-1, 0}, {-1, 0}, {17, 1}}));
+  // Gensim: an epoch done, named with a dash; the progress inside an epoch is not one.
+  EXPECT_EQ(steps_of({"2021-09-29 15:45:59,351 : INFO : EPOCH 1 - PROGRESS: at 1.95% examples, "
+                      "373321 words/s, in_qsize 5, out_qsize 0",
+                      "2021-09-29 15:46:21,878 : INFO : EPOCH - 1 : training on 13159108 raw "
+                      "words (9841146 effective words) took 23.5s, 418028 effective words/s",
+                      "2021-09-29 15:46:22,879 : INFO : EPOCH 2 - PROGRESS: at 1.95% examples, "
+                      "379191 words/s, in_qsize 4, out_qsize 1",
+                      "2021-09-29 15:46:45,412 : INFO : EPOCH - 2 : training on 13159108 raw "
+                      "words (9843686 effective words) took 23.7s, 415290 effective words/s"}),
+            (steps_list{{-1, 0}, {1, 1}, {-1, 0}, {2, 1}}));
+  // Kaldi's scripts: the bracket that ends with the level is the logger's prefix.
+  std::string why;
+  step_parser p;
+  p.parse(
+      "2022-05-12 22:12:47,024 [steps/nnet3/chain/train.py:529 - train - INFO ] Iter: "
+      "80/959   Jobs: 1   Epoch: 1.67/20.0 (8.3% complete)   lr: 0.000825",
+      why);
+  const auto kaldi = p.parse(
+      "2017-09-08 03:18:41,237 [steps/libs/nnet3/train/chain_objf/"
+      "acoustic_model.py:301 - train_one_iteration - INFO ] On iteration "
+      "219, learning rate is 0.0017154569002.",
+      why);
+  EXPECT_EQ(kaldi.step, 219U);
+  EXPECT_NE(why.find("template \"On iteration #, learning rate is #.\""), std::string::npos) << why;
+}
+
+TEST(StepLearner, EvaluationsNamedInACellOrRightAfterTheStep) {
+  step_parser p;
+  // Coqui STT: the evaluation's own steps are no training steps.
+  EXPECT_EQ(p.parse("Epoch 6 |   Training | Elapsed Time: 0:01:55 | Steps: 289 | Loss: 54.50").kind,
+            line_kind::step);
+  const auto valid = p.parse(
+      "Epoch 6 | Validation | Elapsed Time: 0:00:27 | Steps: 176 | Loss: 62.08 | Dataset: dev.csv");
+  EXPECT_NE(valid.kind, line_kind::step);
+  // Trax: "eval" right after the step it reports at ends an evaluation.
+  step_parser trax;
+  EXPECT_EQ(trax.parse("Step    100: Ran 99 train steps in 1.60 secs").kind, line_kind::step);
+  EXPECT_EQ(trax.parse("Step    100: train CategoryCrossEntropy |  33.01021576").step_gap, 0U);
+  const auto eval = trax.parse("Step    100: eval  CategoryCrossEntropy |  4.50655540");
+  EXPECT_EQ(eval.kind, line_kind::phase_end);
+  EXPECT_EQ(eval.phase, "eval");
+  // A save that did not happen begins no checkpoint.
+  EXPECT_EQ(trax.parse("Did not save checkpoint as output_dir is None").kind, line_kind::none);
+  EXPECT_EQ(trax.parse("Saving checkpoint to /tmp/model").kind, line_kind::phase_begin);
+}
+
 }  // namespace
 }  // namespace joules::steps
