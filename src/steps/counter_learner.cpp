@@ -267,7 +267,7 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
                               std::uint64_t line, match& m, std::string* why) {
   // Rows under a table header: the numbers that open a row are named by its columns.
   line_fields named;
-  const bool under_header = name_columns(fields, named);
+  const bool under_header = name_columns(message, fields, named);
   const line_fields& f = under_header ? named : fields;
   if (f.resume) resume_pending_ = true;
   // Only templates with a candidate counter (or an epoch) are remembered: most lines of a log
@@ -277,6 +277,15 @@ bool counter_learner::observe(std::string_view message, const line_fields& field
   template_state* t = &scratch;
   const auto it = templates_.find(f.template_hash);
   if (it != templates_.end()) t = &it->second;
+  // The first row under a table's header printed again starts that table's count afresh: a
+  // counter lower than the last table's is a new run, not a next epoch.
+  if (under_header && column_end_ != 0 && column_new_table_) {
+    column_new_table_ = false;
+    t->last_value.reset();
+    t->last_total.reset();
+    t->epoch_sum = 0;
+    t->stride = 0;
+  }
   ++t->lines;
   const bool moved = t->lines > 1 && f.value_hash != t->value_hash;
   t->value_hash = f.value_hash;

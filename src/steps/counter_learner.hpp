@@ -61,7 +61,11 @@ class counter_learner {
   // A line with no number (or none that counts) may head a table ("     Epoch   gpu_mem
   // box ...", spaCy's "E    #       LOSS TOK2VEC ..."): the roles of its first two columns name
   // the unnamed numbers that open the rows below it.
+  // A header whose counter column is not among its first two (Vowpal Wabbit's "loss  last
+  // counter  weight  label ..." under "average  since  example ...") names the whole number
+  // under that column instead: the rows below are read for it (`column_counter()`).
   void note_header(std::string_view message);
+  bool column_counter() const { return column_end_ != 0; }
   void clear_resume() { resume_pending_ = false; }
   // Whether a line of its own has announced an epoch ("Epoch 2/5"): the counters after it may
   // count per epoch.
@@ -125,7 +129,7 @@ class counter_learner {
   // [00:00<?, ?it/s]EPOCH: 0").
   static std::optional<epoch_seen> announced(std::string_view message, const line_fields& f);
   // Rows under a table header: the numbers that open a row named by the header's columns.
-  bool name_columns(const line_fields& fields, line_fields& named) const;
+  bool name_columns(std::string_view message, const line_fields& fields, line_fields& named) const;
   // The epoch as the run's step (the log counts nothing finer): whether `t` may be taken now.
   // `row_values`: a row of values under a header that names its epoch column.
   bool epoch_is_step(std::string_view message, const line_fields& f, const template_state& t,
@@ -142,6 +146,11 @@ class counter_learner {
   std::optional<std::uint64_t> epoch_base_;  // what the run counts epochs from
   std::array<field_role, 2> columns_{field_role::none, field_role::none};
   bool header_values_ = false;  // the header names training values (loss, accuracy, error)
+  // The counter column of a header whose first columns count nothing: where its name stands in
+  // the header line (0, 0: none), and whether no row has been read under that header yet.
+  std::uint16_t column_begin_ = 0;
+  std::uint16_t column_end_ = 0;
+  bool column_new_table_ = false;
   std::optional<std::uint64_t> last_step_;
   std::uint64_t last_gap_ = 0;
   std::uint64_t new_steps_ = 0;

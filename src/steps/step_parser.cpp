@@ -201,8 +201,9 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
   out.epochs = s.epochs;
   ++s.formats.lines;
   // Most lines of a log are not steps: rejected in one pass over their bytes.  Not while the
-  // metric lines of an OLMo or Composer header may follow (any indented "key: value").
-  const bool related = may_be_step_related(line);
+  // metric lines of an OLMo or Composer header may follow (any indented "key: value"), nor the
+  // rows of numbers under a header whose counter column is further right (Vowpal Wabbit's).
+  const bool related = may_be_step_related(line) || s.learner.column_counter();
   if (prefilter_ && !custom_ && s.formats.metric_block.empty() && !related) {
     if (why) *why = "no step word, leading number, fraction, bar or dict: not read further";
     return out;
@@ -237,7 +238,8 @@ parsed_line step_parser::parse_segment(std::string_view line, std::string* why) 
     // Nor a line the prefilter would pass over (a counter behind a prefix it does not see
     // through, "INFO 80112  grad_norm: 30.12"): the learnt counters and the generic rule read
     // the same lines with and without it.
-    const bool counts = digits && related && may_hold_counter(body, s.fields);
+    const bool counts =
+        digits && related && (may_hold_counter(body, s.fields) || s.learner.column_counter());
     if (counts) read_fields(body, s.fields);
     // The generic rule takes any "iter N" beside a loss.  It leaves to the learnt counters a line
     // with an epoch or a global counter beside (the step is then global: "epoch: 36/300, iter:

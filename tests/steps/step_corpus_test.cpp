@@ -248,7 +248,7 @@ TEST(StepCorpus, RecallAndFalseStepsPerFramework) {
 // parser changed for them, then read while it changed.  Not every line is read as its labels
 // say (a table whose step column is not its first, a bar that counts samples beside the epoch
 // that is the step): the floors are what this parser reads, so that it loses no ground.
-constexpr int kSixthRoundRightFloor = 391;
+constexpr int kSixthRoundRightFloor = 432;
 constexpr int kSixthRoundFalseNewCeiling = 9;
 
 TEST(StepCorpus, SixthRoundKeepsWhatItReads) {

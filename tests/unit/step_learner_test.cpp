@@ -571,6 +571,35 @@ TEST(StepLearner, ReportsOfOtherToolsAndTrainers) {
   EXPECT_NE(why.find("template \"On iteration #, learning rate is #.\""), std::string::npos) << why;
 }
 
+TEST(StepLearner, ACounterColumnFurtherRightNamesTheNumberUnderIt) {
+  // Vowpal Wabbit: the header's first columns count nothing; "counter" further right does, and
+  // its numbers stand right-aligned under it.  The header printed again starts a new table: its
+  // counter, lower, is a new run.
+  const std::vector<std::string> vw = {
+      "average    since         example     example  current  current  current  current",
+      "loss       last          counter      weight    label  predict features     pass",
+      "0.000000   0.000000            3         3.0   0.0000   0.0000        4        0",
+      "0.333333   0.666667            6         6.0   0.0000   1.0000        4        0",
+      "0.454545   0.600000           11        11.0   0.0000   0.0000        4        0",
+      "0.353886   0.278257         1392      1392.0   0.0000   0.0000        4        1",
+      "Num weight bits = 18",
+      "average    since         example     example  current  current  current",
+      "loss       last          counter      weight    label  predict features",
+      "0.641010   0.641010            3         3.0  -1.0000  -0.1864        4",
+      "0.577645   0.514281            6         6.0  -1.0000  -0.5663        7"};
+  EXPECT_EQ(steps_of(vw), (steps_list{{-1, 0},
+                                      {-1, 0},
+                                      {3, 1},
+                                      {6, 3},
+                                      {11, 5},
+                                      {1392, 1381},
+                                      {-1, 0},
+                                      {-1, 0},
+                                      {-1, 0},
+                                      {3, 3},
+                                      {6, 3}}));
+}
+
 TEST(StepLearner, EvaluationsNamedInACellOrRightAfterTheStep) {
   step_parser p;
   // Coqui STT: the evaluation's own steps are no training steps.
