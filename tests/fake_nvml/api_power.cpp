@@ -39,7 +39,8 @@ nvmlReturn_t energy_reading(const fake_nvml::device& d, double t, unsigned long 
     t = fake_nvml::now_s();
   }
   const nvmlReturn_t rc = counter_value(d, t, mj);
-  fake_nvml::spin_energy_read(cpu_us - cpu_us / 2);
+  // Only a counter that costs CPU spins: reading the thread's CPU clock is itself a system call.
+  if (cpu_us > 0) fake_nvml::spin_energy_read(cpu_us - cpu_us / 2);
   return rc;
 }
 
