@@ -11,12 +11,17 @@ namespace joules {
 namespace {
 
 // A counter has shown enough of itself during the start burst: new values at nearly every read
-// (it advances continuously) or several separate updates (it advances in steps).  A costly
-// counter stops at three updates, two periods: on an H100 the burst's 4 ms reads are most of
-// what a run's start costs, and repin() lengthens the baseline from there at a few reads a pin.
-bool counter_characterised(std::size_t reads, std::size_t changes, bool costly) {
+// (it advances continuously) or several separate updates (it advances in steps).  A counter
+// whose reads take over kSlowReadS stops at three updates, two periods: on an H100 the burst's
+// 4 ms reads are most of what a run's start costs, and repin() lengthens the baseline from there
+// at a few reads a pin.  One read in a millisecond or two (a cheaper counter on a loaded machine)
+// keeps the fourth: its period is then known well enough for the boundaries placed before the
+// first pins.
+constexpr double kSlowReadS = 0.002;
+
+bool counter_characterised(std::size_t reads, std::size_t changes, bool slow) {
   const bool continuous = reads >= 10 && changes + 2 >= reads;
-  const bool stepped = changes >= (costly ? 3U : 4U) && changes + 2 < reads;
+  const bool stepped = changes >= (slow ? 3U : 4U) && changes + 2 < reads;
   return continuous || stepped;
 }
 
@@ -162,7 +167,8 @@ bool sampler::burst(std::stop_token& stop, const std::vector<bool>& which,
         moved[k] = true;
       }
       previous[k] = counters[k].second;
-      if (counter_characterised(reads[k], changes[k], costly_counter(k))) counts[k] = false;
+      const bool slow = costly_counter(k) && read_spans_[k].usual() > kSlowReadS;
+      if (counter_characterised(reads[k], changes[k], slow)) counts[k] = false;
     }
   }
   const mono_time t = now();
