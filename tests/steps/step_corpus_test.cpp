@@ -206,13 +206,19 @@ void print_figures(const char* what, std::size_t files, const tally& t) {
       t.lookalike_lines, percent(t.false_new_steps, t.lookalike_lines));
 }
 
-TEST(StepCorpus, RecallAndFalseStepsPerFramework) {
-  const fs::path dir = JOULES_STEP_CORPUS;
+// The *.log files of `dir`, sorted.
+std::vector<fs::path> logs_in(const fs::path& dir) {
   std::vector<fs::path> logs;
   for (const auto& e : fs::directory_iterator(dir)) {
     if (e.path().extension() == ".log") logs.push_back(e.path());
   }
   std::sort(logs.begin(), logs.end());
+  return logs;
+}
+
+TEST(StepCorpus, RecallAndFalseStepsPerFramework) {
+  const fs::path dir = JOULES_STEP_CORPUS;
+  const std::vector<fs::path> logs = logs_in(dir);
   ASSERT_GE(logs.size(), 20u) << "corpus missing in " << dir;
 
   tally all;
@@ -253,11 +259,7 @@ constexpr int kSixthRoundFalseNewCeiling = 9;
 
 TEST(StepCorpus, SixthRoundKeepsWhatItReads) {
   const fs::path dir = JOULES_STEP_SIXTH_ROUND;
-  std::vector<fs::path> logs;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".log") logs.push_back(e.path());
-  }
-  std::sort(logs.begin(), logs.end());
+  const std::vector<fs::path> logs = logs_in(dir);
   ASSERT_EQ(logs.size(), 16u) << "sixth round missing in " << dir;
   tally all;
   std::ostringstream problems;
@@ -293,11 +295,7 @@ std::map<std::string, rule_set> read_rules(const fs::path& p) {
 TEST(StepCorpus, LeaveOneTrainerOut) {
   const fs::path dir = JOULES_STEP_CORPUS;
   const auto rules = read_rules(dir / "rules.txt");
-  std::vector<fs::path> logs;
-  for (const auto& e : fs::directory_iterator(dir)) {
-    if (e.path().extension() == ".log") logs.push_back(e.path());
-  }
-  std::sort(logs.begin(), logs.end());
+  const std::vector<fs::path> logs = logs_in(dir);
   for (const auto& [name, off] : rules)
     EXPECT_TRUE(fs::exists(dir / name)) << "rules.txt names a file not in the corpus: " << name;
 
