@@ -22,7 +22,8 @@ SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
 # under a sanitizer joules runs several times slower, beside other trees' builds and the
 # fuzzers, and a read can come late by milliseconds.  The dev tree holds the stated bounds (0.1 %
 # of a 10 s run); the sanitizer trees run the same paths for memory and thread errors within
-# five times them.
+# five times them.  The dev tree's cases that hold them are marked `timing` and run alone
+# (make test-timing; TIMING_MARKED in tests/CMakeLists.txt).
 EDGE_SLACK = 5.0 if SANITIZED else 1.0
 # A library path that names nothing: the vendor's library is absent.
 NO_LIBRARY = str(ROOT / "tests" / "fixtures" / "no-such-library.so")
@@ -68,6 +69,21 @@ def joules(*args, env=None, input=None, timeout=60, **kw):
 def words(text):
     """`text` with every run of white space made one space: help wraps where the width says."""
     return " ".join(text.split())
+
+
+def pytest_configure(config):
+    config.addinivalue_line(
+        "markers", "timing: bounds energy to 0.1 % of the truth or counts the reads that cost "
+        "CPU; in the dev tree it runs with nothing else on the machine (make test-timing)")
+
+
+def ended_records(path):
+    """The records of a JSONL file that joules may still be writing: only lines that have
+    ended count (a reader can see the first part of a line that crosses a page)."""
+    path = pathlib.Path(path)
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().split("\n")[:-1] if line.strip()]
 
 
 def read_jsonl(path):

@@ -233,6 +233,7 @@ def proc_tree(tmp, model, stat_line):
     return p
 
 
+@pytest.mark.timing
 def test_cpu_estimate_is_labelled_and_never_silently_mixed(tmp):
     # A static /proc/stat: utilisation since boot 25 % -> 150 W x 2 sockets x (0.1 + 0.9 x 0.25).
     proc = proc_tree(tmp, "Intel(R) Xeon(R) Gold 6248 CPU @ 2.50GHz", "cpu  200 0 50 750 0 0 0 0 0 0")

@@ -18,6 +18,7 @@ def run_json(scenario, *args, rocm_smi=False, **kw):
     return run_records(*fake_amd(scenario, rocm_smi=rocm_smi), *args, **kw)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("counter", [{"update_ms": 1}, {"update_ms": 100, "phase_ms": 37}])
 def test_total_energy_from_the_accumulator_is_exact_to_a_tenth_of_a_percent(counter):
     # The accumulator counts 2^-16 J while the library reports 15.3 µJ (docs/amd-notes.md §3):
@@ -37,6 +38,7 @@ def test_total_energy_from_the_accumulator_is_exact_to_a_tenth_of_a_percent(coun
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_a_resolution_the_library_reports_exactly_is_taken_as_it_is():
     # A library that reports the counter's own unit: joules multiplies by it.
     counter = {"unit_uj": 15.625, "resolution_uj": 15.625}
@@ -46,6 +48,7 @@ def test_a_resolution_the_library_reports_exactly_is_taken_as_it_is():
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_the_64_bit_accumulator_wraps_and_is_counted_exactly():
     # 500 W is 500 x 65536 counts a second: 11 s of them short of 2^64 at scenario time 0, the
     # counter wraps 11 s later, a second into the run (which starts 10 s into scenario time).
@@ -62,6 +65,7 @@ def test_the_64_bit_accumulator_wraps_and_is_counted_exactly():
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_a_gpu_lost_mid_run_keeps_the_energy_known_until_then():
     scenario = {"devices": [mi300({"type": "constant", "watts": 300}),
                             mi300({"type": "constant", "watts": 400},
@@ -79,6 +83,7 @@ def test_a_gpu_lost_mid_run_keeps_the_energy_known_until_then():
     assert any("AMD GPU 1 stopped reporting" in d for d in end["degradations"])
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("version,power", [("23.2.0", {"current": False, "average": True}),
                                            ("24.7.0", {"current": True}),
                                            ("24.7.0", {"current": False, "average": True}),
@@ -100,6 +105,7 @@ def test_without_a_counter_power_is_integrated_in_every_layout_of_power_info(ver
     assert_exact(scenario, records, epoch, rel=0.01)
 
 
+@pytest.mark.timing
 def test_a_partitioned_gpu_is_one_device_read_through_its_primary_partition():
     # CPX: eight partitions per GPU, each enumerated as a processor; power and energy are the
     # socket's, on partition 0 only.  ROCR_VISIBLE_DEVICES and HIP_VISIBLE_DEVICES count
@@ -122,6 +128,7 @@ def test_a_partitioned_gpu_is_one_device_read_through_its_primary_partition():
     assert [d["index"] for d in records[0]["devices"]] == [0]
 
 
+@pytest.mark.timing
 def test_rocm_smi_is_the_fallback_without_amd_smi():
     scenario = {"devices": [mi300(random_segments(2, high=700)), mi300({"type": "constant", "watts": 250})]}
     r, records, epoch = run_json(scenario, cmd=("sleep", "3"), rocm_smi=True)
@@ -163,6 +170,7 @@ def test_amd_smi_init_failure_names_the_fix():
     assert "amdsmi_init failed" in r.stderr and "render and video groups" in r.stderr
 
 
+@pytest.mark.timing
 def test_a_node_with_nvidia_and_amd_gpus_measures_both(tmp):
     nvidia = {"devices": [{"architecture": "hopper", "latency_us": 20,
                            "power": {"type": "constant", "watts": 350}}]}
@@ -200,6 +208,7 @@ def test_a_node_with_nvidia_and_amd_gpus_measures_both(tmp):
 
 
 
+@pytest.mark.timing
 def test_a_gpu_lost_before_the_start_is_in_the_records_as_lost_from_the_start():
     # Every call about GPU 1 answers NOT_FOUND from before joules starts.
     scenario = {"devices": [mi300({"type": "constant", "watts": 300}),

@@ -20,6 +20,7 @@ def run_json(scenario, *args, **kw):
     return run_records(*fake_gaudi(scenario), *args, **kw)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("counter", [{"update_ms": 10}, {"update_ms": 100, "phase_ms": 37}])
 def test_total_energy_from_the_millijoule_counter_is_exact_to_a_tenth_of_a_percent(counter):
     scenario = {"devices": [gaudi({"type": "constant", "watts": 420}, energy_counter=counter),
@@ -47,6 +48,7 @@ def test_without_a_counter_power_usage_is_integrated():
     assert end["devices"][0]["energy_j"] == pytest.approx(350.0 * end["duration_s"], rel=0.02)
 
 
+@pytest.mark.timing
 def test_a_device_lost_mid_run_keeps_the_energy_known_until_then():
     scenario = {"devices": [gaudi({"type": "constant", "watts": 300}),
                             gaudi({"type": "constant", "watts": 400},

@@ -19,6 +19,7 @@ def run_json(scenario, *args, variant="full", **kw):
     return run_records(*fake_intel(scenario, variant=variant), *args, **kw)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("counter", [{"update_ms": 0}, {"update_ms": 1}])
 def test_total_energy_from_the_card_counter_is_exact_to_a_tenth_of_a_percent(counter):
     scenario = {"devices": [max1550(random_segments(1), energy_counter=counter),
@@ -36,6 +37,7 @@ def test_total_energy_from_the_card_counter_is_exact_to_a_tenth_of_a_percent(cou
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_a_counter_that_advances_every_100ms_is_placed_at_its_updates():
     # Without power readings, the energy between the run's edges and the counter's next update is
     # interpolated between updates, which joules pins to within milliseconds: exact for power that
@@ -49,6 +51,7 @@ def test_a_counter_that_advances_every_100ms_is_placed_at_its_updates():
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("domains", ["package", "stacks", "unknown"])
 def test_the_energy_is_the_package_s_or_the_sum_of_the_stacks(domains):
     # Without a card domain: the package's counter; without either, the stacks' added up; a
@@ -61,6 +64,7 @@ def test_the_energy_is_the_package_s_or_the_sum_of_the_stacks(domains):
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_the_64_bit_counter_wraps_and_is_counted_exactly():
     # 500 W is 500 million µJ a second: 11 s of them short of 2^64 at scenario time 0, the counter
     # wraps a second into the run.
@@ -73,6 +77,7 @@ def test_the_64_bit_counter_wraps_and_is_counted_exactly():
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_a_device_lost_mid_run_keeps_the_energy_known_until_then():
     scenario = {"devices": [max1550({"type": "constant", "watts": 300}),
                             max1550({"type": "constant", "watts": 400},
@@ -90,6 +95,7 @@ def test_a_device_lost_mid_run_keeps_the_energy_known_until_then():
     assert any("Intel GPU 1 stopped reporting" in d for d in end["degradations"])
 
 
+@pytest.mark.timing
 def test_a_loader_without_zes_init_needs_zes_enable_sysman():
     scenario = {"devices": [max1550({"type": "constant", "watts": 350})]}
     r, records, _ = run_json(scenario, cmd=("true",), variant="legacy")
@@ -101,6 +107,7 @@ def test_a_loader_without_zes_init_needs_zes_enable_sysman():
     assert_exact(scenario, records, epoch)
 
 
+@pytest.mark.timing
 def test_the_older_way_in_lists_the_masked_devices_only_and_joules_does_not_mask_again():
     scenario = {"devices": [max1550({"type": "constant", "watts": 300}),
                             max1550({"type": "constant", "watts": 500})]}
@@ -137,6 +144,7 @@ def test_only_the_sampler_thread_calls_sysman(tmp):
     assert [c["device_call_threads"] for c in calls] == [1]
 
 
+@pytest.mark.timing
 def test_a_device_lost_before_the_start_is_in_the_records_as_lost_from_the_start():
     scenario = {"devices": [max1550({"type": "constant", "watts": 300}),
                             max1550({"type": "constant", "watts": 400},

@@ -31,6 +31,7 @@ RANDOM_SEGMENTS = {"type": "segments", "start_s": 0.0, "dt_s": 0.02,
                    "watts": [100 + (i * 7919) % 600 for i in range(2000)]}
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("counter,tolerance", [
     ({"update_ms": 0}, 1e-3),
     ({"update_ms": 20, "phase_ms": 7}, 1e-3),
@@ -59,6 +60,7 @@ def busy_between(start_s, seconds, seed):
     return {"type": "segments", "start_s": start_s - 0.02, "dt_s": 0.02, "watts": [0, *watts, 0]}
 
 
+@pytest.mark.timing
 @pytest.mark.parametrize("update_ms", [100, 20, 0])
 def test_a_gpu_that_reads_0_w_when_idle_is_counted_as_idle(update_ms):
     # Idle through the start (the counter does not move while joules learns how it advances),
@@ -149,6 +151,7 @@ def test_peak_is_the_peak_of_per_sample_sums():
     assert max(d["peak_power_w"] for d in end["devices"]) == pytest.approx(700.0)
 
 
+@pytest.mark.timing
 def test_a_gpu_lost_mid_run_never_touches_the_child():
     scenario = {"devices": [h100({"type": "constant", "watts": 300}),
                             h100({"type": "constant", "watts": 400}, faults=[{"at_s": 11.0, "kind": "lost"}])]}
@@ -178,6 +181,7 @@ def test_a_counter_reset_is_compensated_and_recorded():
     assert end["status"] == "measurement_degraded"
 
 
+@pytest.mark.timing
 def test_a_gpu_whose_readings_all_stop_keeps_the_energy_known_until_then():
     # NOT_SUPPORTED for the counter and for power from 11 s on (a run that starts at 10 s):
     # the energy stops growing there, and the record says so.
@@ -286,6 +290,7 @@ def test_probing_a_gpu_takes_few_nvml_calls(tmp):
     assert "nvmlDeviceGetPowerManagementDefaultLimit" not in calls
 
 
+@pytest.mark.timing
 def test_a_driver_too_slow_to_pin_counter_updates_is_not_read_densely_again(tmp):
     # At 3 ms a call, a round of 2 GPUs takes 6 ms: the start burst's reads are too far apart to
     # pin a counter update (4 ms), so it learns nothing.  Reading back to back again cannot do
@@ -300,11 +305,14 @@ def test_a_driver_too_slow_to_pin_counter_updates_is_not_read_densely_again(tmp)
     assert r.returncode == 0, r.stderr
     reads = json.loads(log.read_text().splitlines()[-1])["calls"]["nvmlDeviceGetFieldValues"] / 2
     # One start burst (at most 350 ms / 6 ms = 58 rounds), 30 regular reads, the probe and the
-    # last read: under 95.  A second burst would add about 55 more.
-    assert reads < 95, reads
+    # last read: under 95.  A second burst would add about 55 more.  (Under a sanitizer on a
+    # busy machine reads stretched by preemption are taken again: only the total is checked.)
+    if not SANITIZED:
+        assert reads < 95, reads
     assert records[-1]["energy_j"] == pytest.approx(600.0 * records[-1]["duration_s"], rel=0.01)
 
 
+@pytest.mark.timing
 def test_a_counter_that_costs_4ms_of_cpu_a_read_is_read_once_a_second_and_stays_exact(tmp):
     # An H100's counter takes 3.9 ms of CPU a read, a power reading microseconds
     # (docs/nvml-notes.md §2.4; the fake spins that long).  Between the start and the end the
@@ -342,6 +350,7 @@ def test_nvml_init_failure_is_one_line_and_mentions_sim(error, hint):
     assert hint in r.stderr and "--backend sim" in r.stderr
 
 
+@pytest.mark.timing
 def test_summary_line_on_eight_gpus():
     scenario = {"devices": [h100({"type": "constant", "watts": 500}) for _ in range(8)]}
     env, _ = fake_gpus(scenario)

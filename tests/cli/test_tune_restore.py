@@ -12,7 +12,7 @@ import time
 import pytest
 
 import tune_curves as curves
-from conftest import JOULES, joules, read_jsonl, wait_for
+from conftest import JOULES, ended_records, joules, read_jsonl, wait_for
 from tune_util import ORIGINAL_MW, journals, limits, parse_journal, trainer, tune_env, uuid
 
 
@@ -29,13 +29,8 @@ def start_tune(tmp, env, steps=400, extra=()):
 
 
 def events(out):
-    """The tune events in `out` so far: joules may be writing its last line as this reads it, so
-    only lines that have ended count."""
-    if not out.exists():
-        return []
-    lines = out.read_text().split("\n")[:-1]
-    records = [json.loads(line) for line in lines if line.strip()]
-    return [x.get("event") for x in records if x.get("type") == "tune"]
+    """The tune events in `out` so far (joules may still be writing it)."""
+    return [x.get("event") for x in ended_records(out) if x.get("type") == "tune"]
 
 
 def kill_trainer(pidfile):

@@ -13,8 +13,8 @@ import time
 import pytest
 
 import tune_curves as curves
-from conftest import (JOULES, TRAINER, fake_amd, fake_gpus, fake_intel, joules, read_jsonl,
-                      wait_for)
+from conftest import (JOULES, TRAINER, ended_records, fake_amd, fake_gpus, fake_intel, joules,
+                      read_jsonl, wait_for)
 from tune_util import ORIGINAL_MW, journals, limits, parse_journal, state_files
 
 VENDORS = ["amdsmi", "rocm_smi", "levelzero"]
@@ -169,7 +169,7 @@ def kill_during_profiling(tmp, env):
                          stderr=subprocess.PIPE, text=True, start_new_session=True)
 
     def tried():
-        return out.exists() and any(x.get("event") == "try" for x in read_jsonl(out))
+        return any(x.get("event") == "try" for x in ended_records(out))
 
     assert wait_for(tried, timeout=90), p.stderr
     time.sleep(0.3)
