@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "steps/field_keys.hpp"
 #include "steps/field_words.hpp"
 #include "steps/scan.hpp"
 
@@ -16,82 +17,6 @@ constexpr std::uint64_t kFnvPrime = 1099511628211ULL;
 
 void mix(std::uint64_t& h, char c) {
   h = (h ^ static_cast<unsigned char>(c)) * kFnvPrime;
-}
-
-constexpr bool key_char(char c) {
-  return is_alnum(c) || c == '_' || c == '.' || c == '/' || c == '-';
-}
-// What may stand between a key and its number: "iter: 19", "step = 100", "\"current_steps\": 3",
-// "Batch [40]", "| iterations | 18".
-constexpr bool key_gap(char c) {
-  return c == ' ' || c == '\t' || c == ':' || c == '=' || c == '"' || c == '\'' || c == '[' ||
-         c == '(' || c == '|' || c == '#';
-}
-
-// Whether the number at [at, end) stands alone in the parenthesis or the table cell that opens
-// the message: "(1) loss = 0.5", "| 1     | 2.931 |" (the first cell of a drawn table's row).
-bool alone_in_opening(std::string_view s, std::size_t at, std::size_t end) {
-  if (s.empty() || (s.front() != '(' && s.front() != '|')) return false;
-  for (std::size_t i = 1; i < at; ++i) {
-    if (!is_space(s[i])) return false;
-  }
-  while (end < s.size() && is_space(s[end]))
-    ++end;
-  return end < s.size() && s[end] == (s.front() == '(' ? ')' : '|');
-}
-
-// The key before position `at` (a number's start): the word across key_gap characters, or empty.
-// Sets `bracket` when a '[' stood between them, `prev` to the word before the key.
-std::string_view key_before(std::string_view s, std::size_t at, bool& bracket,
-                            std::string_view& prev, std::string_view& qualifier,
-                            std::string_view& before_prev) {
-  std::size_t i = at;
-  std::size_t gap = 0;
-  while (i > 0 && key_gap(s[i - 1]) && gap < 40) {
-    if (s[i - 1] == '[') bracket = true;
-    --i;
-    ++gap;
-  }
-  // "EPOCH - 1 : training on ..." (Gensim): a dash between a counter's name and its number.
-  if (i >= 3 && s[i - 1] == '-' && s[i - 2] == ' ') {
-    std::size_t e = i - 2;
-    while (e > 0 && s[e - 1] == ' ')
-      --e;
-    std::size_t b = e;
-    while (b > 0 && is_alpha(s[b - 1]))
-      --b;
-    if (b < e && names_counter(s.substr(b, e - b))) i = e;
-  }
-  // "Epoch(train) [1]", "Iter(val) [50]": the word before a short parenthesised qualifier.
-  if (i > 0 && s[i - 1] == ')') {
-    const std::size_t open = s.rfind('(', i - 1);
-    if (open != std::string_view::npos && i - open <= 16) {
-      qualifier = s.substr(open + 1, i - 2 - open);
-      i = open;
-    }
-  }
-  std::size_t e = i;
-  while (i > 0 && key_char(s[i - 1]) && e - i < 48)
-    --i;
-  std::string_view key = s.substr(i, e - i);
-  // "Epoch  1, 12900/37527" must not read "1," as a key: a key starts with a letter.
-  while (!key.empty() && !is_alpha(key.front()))
-    key.remove_prefix(1);
-  std::size_t j = i;
-  while (j > 0 && is_space(s[j - 1]))
-    --j;
-  std::size_t b = j;
-  while (b > 0 && is_alpha(s[b - 1]))
-    --b;
-  prev = s.substr(b, j - b);
-  std::size_t k = b;
-  while (k > 0 && is_space(s[k - 1]))
-    --k;
-  std::size_t w = k;
-  while (w > 0 && is_alpha(s[w - 1]))
-    --w;
-  before_prev = s.substr(w, k - w);
-  return key;
 }
 
 struct scanner {
@@ -180,11 +105,12 @@ struct scanner {
     f.total = total;
     f.pos = static_cast<std::uint16_t>(std::min<std::size_t>(start, 0xffff));
     f.index = index;
-    bool bracket = false;
-    std::string_view prev;
-    std::string_view qualifier;
-    std::string_view before_prev;
-    const std::string_view key = key_before(s, start, bracket, prev, qualifier, before_prev);
+    const key_context around = key_before(s, start);
+    const std::string_view key = around.key;
+    const std::string_view prev = around.prev;
+    const std::string_view qualifier = around.qualifier;
+    const std::string_view before_prev = around.before_prev;
+    const bool bracket = around.bracket;
     // "Score at iteration 185 is 0.16" (DL4J): a value reported at a step is a step line, where
     // "Saving checkpoint at step 500" mentions one.
     const word_class reported = class_of_word(before_prev);
