@@ -203,12 +203,13 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round(round_kind kin
     // or not: placed by the prediction, its value could land a whole update off.  A tick's
     // waits for a tick further from the updates; a boundary's for the read edge_burst() makes
     // once the update is past.
-    power_only[k] = !focused && (kind == round_kind::shape
-                                     ? costly_counter(k)
-                                     : sparse_counter(k) &&
-                                           ((kind == round_kind::tick &&
-                                             begin - counter_read_at_[k] < kCostlyCounterEvery) ||
-                                            near_predicted_update(k, monotonic_seconds(begin))));
+    power_only[k] =
+        !focused &&
+        (kind == round_kind::shape
+             ? costly_counter(k)
+             : sparse_counter(k) && ((kind == round_kind::tick &&
+                                      begin - counter_read_at_[k] < kCostlyCounterTickEvery) ||
+                                     near_predicted_update(k, monotonic_seconds(begin))));
     const read_what what = power_only[k] ? read_what::power : read_what::all;
     // Reads of power alone take a time of their own: they are the cheap ones.
     read_span& usual = power_only[k] ? power_spans_[k] : read_spans_[k];

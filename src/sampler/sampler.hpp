@@ -180,12 +180,15 @@ class sampler {
   // An energy counter whose reads usually take longer than this is costly: NVML's on an H100
   // takes 3.9 ms of CPU a read, where instantaneous power takes 2.5 µs (docs/nvml-notes.md
   // §2.4); read every 100 ms on 8 GPUs, that would be a third of a core.  The ticks then read
-  // its power, and its counter at most every kCostlyCounterEvery and never close to an update;
-  // a boundary reads it once the update after it is past (edge_burst), and repin() pins one of
-  // its updates now and then.  The energy between two counter readings is shaped by the power
-  // read between them (energy/device_timeline.cpp), so totals and windows stay the counter's.
+  // its power, and its counter at most every kCostlyCounterTickEvery and never close to an
+  // update; a boundary reads it once the update after it is past (edge_burst), and repin() pins
+  // one of its updates now and then, at most every kCostlyCounterEvery.  The energy between two
+  // counter readings is shaped by the power read between them (energy/device_timeline.cpp), so
+  // totals and windows stay the counter's; the ticks' reads only bound how long a stretch the
+  // power shapes (live totals, a GPU lost between two reads).
   static constexpr double kCostlyReadS = 0.001;
   static constexpr std::chrono::seconds kCostlyCounterEvery{1};
+  static constexpr std::chrono::seconds kCostlyCounterTickEvery{5};
   static constexpr double kSparsePeriodReads = 10.0;
 
   void thread_main(std::stop_token stop, const backend_factory& open);
@@ -197,7 +200,7 @@ class sampler {
   void run(std::stop_token stop);
   // What a round reads of a device whose counter is costly to read (costly_counter()): `all`
   // reads the counter everywhere; `tick`, the regular grid's, reads it at most every
-  // kCostlyCounterEvery and power alone between; `shape` reads power alone.  The devices in
+  // kCostlyCounterTickEvery and power alone between; `shape` reads power alone.  The devices in
   // `focus` (when given) read their counter whatever the kind.
   enum class round_kind { all, tick, shape };
   // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
@@ -207,7 +210,8 @@ class sampler {
   // Whether device k's counter takes long to read and power can be read without it.
   bool costly_counter(std::size_t k) const;
   // A costly counter whose update period the model knows, at least kSparsePeriodReads reads
-  // long: the one the ticks read once a second and a boundary once past its update.  On the
+  // long: the one the ticks read every kCostlyCounterTickEvery and a boundary once past its
+  // update.  On the
   // sampler thread, without the lock.
   bool sparse_counter(std::size_t k) const;
   // How far from a predicted update of device k's counter a read of it at t could still have
