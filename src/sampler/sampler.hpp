@@ -211,8 +211,7 @@ class sampler {
   bool costly_counter(std::size_t k) const;
   // A costly counter whose update period the model knows, at least kSparsePeriodReads reads
   // long: the one the ticks read every kCostlyCounterTickEvery and a boundary once past its
-  // update.  On the
-  // sampler thread, without the lock.
+  // update.  On the sampler thread, without the lock.
   bool sparse_counter(std::size_t k) const;
   // How far from a predicted update of device k's counter a read of it at t could still have
   // seen it or not; whether t is that close to one.  On the sampler thread (which alone changes
