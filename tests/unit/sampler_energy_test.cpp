@@ -23,6 +23,23 @@ scripted_device costly_gpu(unsigned index, double phase, bool cheap_power = true
 // half a read.
 constexpr double kCostlyEdgeJ = 650.0 * (0.5 * 1.5 * kCostlyReadS + 0.5 * kCostlyReadS);
 
+// Eight such GPUs, updates at eight phases, each at its own power until `busy_s`, then 650 W
+// for 5.25 s, then a lower power of its own.
+std::vector<scripted_device> eight_costly_gpus(double busy_s) {
+  std::vector<scripted_device> gpus;
+  for (unsigned i = 0; i < 8; ++i) {
+    scripted_device d = costly_gpu(i, 0.0061 + 0.0123 * i);
+    d.power = {{0.0, 300.0 + 40.0 * i}, {busy_s, 650.0}, {busy_s + 5.25, 200.0 + 10.0 * i}};
+    gpus.push_back(d);
+  }
+  return gpus;
+}
+
+// How many of the instants `t` fall in [from, to).
+long count_between(const std::vector<double>& t, double from, double to) {
+  return std::count_if(t.begin(), t.end(), [&](double x) { return x >= from && x < to; });
+}
+
 TEST(SamplerEnergy, AWindowWhoseEdgesFallInsideUpdatePeriodsIsExact) {
   // The counter advances every 100.7 ms: the start burst's 1 ms brackets learn 100.67 ms, and by
   // 30 s the phase that predicts is 10 ms off.  The reads after each boundary pin the update
@@ -75,21 +92,18 @@ TEST(SamplerEnergy, ACostlyCounterIsReadEveryFewSecondsOnTicksAndWindowsStayExac
   boundary_at(h, 15.03);
   h.run_until(20.5);
   const auto windows = h.finish_at();
-  const auto between = [](const std::vector<double>& t, double from, double to) {
-    return std::count_if(t.begin(), t.end(), [&](double x) { return x >= from && x < to; });
-  };
   const auto reads = h.truth().read_times(0);
   const auto counter = h.truth().counter_read_times(0);
   // From 2 s to 9.9 s: power at each of the 79 ticks (and between, while a repin waits for
   // an update), the counter 12 times: at a tick every 5 s, and by repin(), whose pins come
   // further and further apart, 3 or 4 reads each.  Reading it at every tick would be 79 reads,
   // once a second at a tick 19.
-  EXPECT_GE(between(reads, 2.0, 9.9), 79);
-  EXPECT_LE(between(counter, 2.0, 9.9), 13);
+  EXPECT_GE(count_between(reads, 2.0, 9.9), 79);
+  EXPECT_LE(count_between(counter, 2.0, 9.9), 13);
   // A boundary reads its counter once the update after it is past (the boundary's own read,
   // close to an update, reads power alone), or at the boundary and after the update: 2 reads.
-  EXPECT_LE(between(counter, 10.01, 10.21), 2);
-  EXPECT_LE(between(counter, 15.03, 15.23), 2);
+  EXPECT_LE(count_between(counter, 10.01, 10.21), 2);
+  EXPECT_LE(count_between(counter, 15.03, 15.23), 2);
   EXPECT_EQ(h.timeline(0).counter().model(), counter_track::model_kind::periodic);
   ASSERT_EQ(windows.size(), 2U);
   for (const auto& w : windows)
@@ -103,13 +117,7 @@ TEST(SamplerEnergy, EightCostlyCountersArePinnedOneAtATimeAndTheirWindowsAreExac
   // them learns its period.  At each boundary each counter is read from just before its own
   // predicted update, so that the rounds hold one or two counter reads, not eight, and every
   // device's windows are exact to within its reads.
-  std::vector<scripted_device> gpus;
-  for (unsigned i = 0; i < 8; ++i) {
-    scripted_device d = costly_gpu(i, 0.0061 + 0.0123 * i);
-    d.power = {{0.0, 300.0 + 40.0 * i}, {12.25, 650.0}, {17.5, 200.0 + 10.0 * i}};
-    gpus.push_back(d);
-  }
-  sampler_harness h(gpus);
+  sampler_harness h(eight_costly_gpus(12.25));
   h.start();
   boundary_at(h, 10.01);
   boundary_at(h, 15.03);
@@ -135,25 +143,16 @@ TEST(SamplerEnergy, EightCostlyCountersAreReadEveryFewSecondsInALongRunAndStayEx
   // Waiting for the update to pin, a repin reads power at the ticks' pace, not every 3 ms: 430
   // readings of each GPU in those 40 s, the 400 ticks' and the pins' dense rounds.  The windows
   // after all that are as exact as a short run's.
-  std::vector<scripted_device> gpus;
-  for (unsigned i = 0; i < 8; ++i) {
-    scripted_device d = costly_gpu(i, 0.0061 + 0.0123 * i);
-    d.power = {{0.0, 300.0 + 40.0 * i}, {102.25, 650.0}, {107.5, 200.0 + 10.0 * i}};
-    gpus.push_back(d);
-  }
-  sampler_harness h(gpus);
+  sampler_harness h(eight_costly_gpus(102.25));
   h.start();
   boundary_at(h, 100.01);
   boundary_at(h, 105.03);
   h.run_until(110.5);
   const auto windows = h.finish_at();
-  const auto between = [](const std::vector<double>& t, double from, double to) {
-    return std::count_if(t.begin(), t.end(), [&](double x) { return x >= from && x < to; });
-  };
   ASSERT_EQ(windows.size(), 2U);
   for (std::size_t i = 0; i < 8; ++i) {
-    EXPECT_LE(between(h.truth().counter_read_times(i), 60.0, 100.0), 14) << i;
-    EXPECT_LE(between(h.truth().read_times(i), 60.0, 100.0), 460) << i;
+    EXPECT_LE(count_between(h.truth().counter_read_times(i), 60.0, 100.0), 14) << i;
+    EXPECT_LE(count_between(h.truth().read_times(i), 60.0, 100.0), 460) << i;
     for (const auto& w : windows)
       EXPECT_NEAR(window_j(w, i), truth_j(h.truth(), i, w), 2 * kCostlyEdgeJ)
           << i << " " << w.index;
