@@ -105,12 +105,7 @@ struct scanner {
     f.total = total;
     f.pos = static_cast<std::uint16_t>(std::min<std::size_t>(start, 0xffff));
     f.index = index;
-    const key_context around = key_before(s, start);
-    const std::string_view key = around.key;
-    const std::string_view prev = around.prev;
-    const std::string_view qualifier = around.qualifier;
-    const std::string_view before_prev = around.before_prev;
-    const bool bracket = around.bracket;
+    const auto [key, qualifier, prev, before_prev, bracket] = key_before(s, start);
     // "Score at iteration 185 is 0.16" (DL4J): a value reported at a step is a step line, where
     // "Saving checkpoint at step 500" mentions one.
     const word_class reported = class_of_word(before_prev);
