@@ -17,7 +17,8 @@ struct seen {
   std::uint64_t gap;
 };
 
-inline std::vector<seen> parse_all(const std::vector<std::string>& lines, parser_options options = {}) {
+inline std::vector<seen> parse_all(const std::vector<std::string>& lines,
+                                   parser_options options = {}) {
   step_parser p(std::move(options));
   std::vector<seen> out;
   for (const auto& l : lines) {
@@ -28,7 +29,8 @@ inline std::vector<seen> parse_all(const std::vector<std::string>& lines, parser
 }
 
 // The steps (number, gap) of the step lines, in order; -1 steps for lines that are not steps.
-inline std::vector<std::pair<long long, std::uint64_t>> steps_of(const std::vector<std::string>& lines) {
+inline std::vector<std::pair<long long, std::uint64_t>> steps_of(
+    const std::vector<std::string>& lines) {
   std::vector<std::pair<long long, std::uint64_t>> out;
   for (const auto& s : parse_all(lines)) {
     out.emplace_back(s.kind == line_kind::step ? static_cast<long long>(s.step) : -1, s.gap);
