@@ -1,7 +1,7 @@
 """dashboards/joules.json queries only metrics that joules really exposes: every name in its
 PromQL (panels and variables) must appear in real /metrics output of `joules serve` (fake NVML
 with health, RAPL from a powercap fixture, --dcgm-compat, a region and a price, the tokens of a
-fake vLLM server, tests/cli/fake_inference.py) or of
+fake vLLM server, tests/cli/fake_inference.py, a web configuration file) or of
 `joules wrap --prometheus` (the toy trainer printing step lines, a region and a price), and
 every label a panel selects on must be on that metric there, with the value it asks for."""
 import json
@@ -62,9 +62,14 @@ def real_output(tmp):
     node = None
     try:
         port = int(server.stdout.readline().split()[-1])
+        # A web configuration that only adds a header: scrapes stay plain, and serve exposes
+        # whether the file's last reading was good.
+        web = tmp / "web.yml"
+        web.write_text("http_server_config:\n  headers:\n    X-Frame-Options: deny\n")
         node = Process("serve", "--listen", "127.0.0.1:0", "--dcgm-compat", "--region", "DE",
                        "--price-per-kwh", "0.3", "--currency", "EUR", "--tokens-from",
-                       f"http://127.0.0.1:{port}/metrics", "--tokens-interval", "200", env=env)
+                       f"http://127.0.0.1:{port}/metrics", "--tokens-interval", "200",
+                       "--web-config-file", web, env=env)
         # GPM ratios need two readings, energy one tick, J/token two scrapes: wait for them (under
         # ThreadSanitizer beside the fuzzers that took over 10 s once).
         wanted = {"joules_gpu_utilization_ratio", "joules_gpu_tensor_active_ratio",
