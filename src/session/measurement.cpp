@@ -242,6 +242,8 @@ void measurement::begin(mono_time t) {
 }
 
 std::vector<window_result> measurement::end(mono_time t) {
+  // From here the snapshots read past the command's end: the exporters hold their energy.
+  live_->command_ended();
   // The last scrapes read the energy from snapshots: before the sampler stops.
   if (inference_) inference_->finish(t);
   auto windows = sampler_->finish(t);

@@ -165,6 +165,52 @@ TEST(RunFamilies, LiveEnergyComesFromSnapshotsAndNeverGoesDown) {
   EXPECT_EQ(after.find("joules_run_power_watts"), std::string::npos);  // no live power after
 }
 
+TEST(RunFamilies, AfterTheCommandEndsTheLastShownEnergyIsHeldUntilTheExactTotals) {
+  exposition e;
+  const label_set base{{"run_id", "r1"}, {"hostname", "n1"}};
+  run_families f(e, {gpu(0), gpu(1)}, base, "run");
+  run_metrics live({true, true});
+  live.set_started(mono_time{} + std::chrono::seconds(10), {0.0, 20.0});
+  sampler_snapshot snap;
+  snap.taken = mono_time{} + std::chrono::seconds(12);
+  snap.devices.resize(2);
+  snap.devices[0].energy_j = 100.0;
+  snap.devices[1].energy_j = 220.0;
+  f.fill(&snap, live.read());
+  EXPECT_NE(e.text().find("joules_run_energy_joules_total{run_id=\"r1\",hostname=\"n1\"} 300\n"),
+            std::string::npos)
+      << e.text();
+
+  // The command ends at 12.1 s; a reading taken while the sampler closes the last windows
+  // counts energy after that end, and is not shown.
+  live.command_ended();
+  snap.taken = mono_time{} + std::chrono::milliseconds(12'500);
+  snap.devices[0].energy_j = 125.0;
+  snap.devices[1].energy_j = 255.0;
+  e.clear_samples();
+  f.fill(&snap, live.read());
+  const std::string held = e.text();
+  EXPECT_NE(held.find("joules_run_energy_joules_total{run_id=\"r1\",hostname=\"n1\"} 300\n"),
+            std::string::npos)
+      << held;
+  EXPECT_NE(held.find("gpu=\"1\",uuid=\"GPU-1\",model=\"NVIDIA H100 80GB HBM3\",run_id=\"r1\","
+                      "hostname=\"n1\"} 200\n"),
+            std::string::npos)
+      << held;
+
+  // The exact totals, a little above what was shown and far below that late reading.
+  live.add_window(window({105'000'000, 201'000'000}, 10, 12.1));
+  live.finish(2.1);
+  e.clear_samples();
+  f.fill(&snap, live.read());
+  const std::string after = e.text();
+  EXPECT_NE(after.find("joules_run_energy_joules_total{run_id=\"r1\",hostname=\"n1\"} 306\n"),
+            std::string::npos)
+      << after;
+  EXPECT_NE(after.find("hostname=\"n1\"} 105\n"), std::string::npos) << after;
+  EXPECT_NE(after.find("hostname=\"n1\"} 201\n"), std::string::npos) << after;
+}
+
 TEST(RunFamilies, StepsTrainingMetricsAndPrediction) {
   exposition e;
   run_families f(e, {gpu(0)}, label_set{{"hostname", "n1"}}, "wrap");

@@ -114,17 +114,22 @@ void run_families::fill(const sampler_snapshot* snap, const run_state& state) {
   finished_->add(base_, state.finished ? 1.0 : 0.0);
   const std::size_t n = devices_.size();
   std::optional<double> power;
-  // Energy per device: the windows' exact sums once the run has ended, else the live readings.
+  // Energy per device: the windows' exact sums once the run has ended, else the live readings;
+  // between the command's end and those sums, what was last shown (a reading taken then would
+  // count energy after the end, and the counters cannot come back down to the exact sums).
   std::vector<std::optional<double>> energy(n);
   if (state.finished) {
     for (std::size_t k = 0; k < n && k < state.gpu_windows_energy_j.size(); ++k)
       energy[k] = state.gpu_windows_energy_j[k];
+  } else if (state.ending) {
+    if (held_energy_.size() == n) energy = held_energy_;
   } else if (snap != nullptr) {
     for (std::size_t k = 0; k < n && k < snap->devices.size(); ++k) {
       const double before = k < state.start_energy_j.size() ? state.start_energy_j[k] : 0.0;
       if (const auto e = snap->devices[k].energy_j) energy[k] = std::max(0.0, *e - before);
     }
   }
+  held_energy_ = energy;
   if (state.finished || snap != nullptr) {
     double total = 0.0;
     std::vector<std::optional<double>> by_component(component_.size());

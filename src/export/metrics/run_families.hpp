@@ -43,8 +43,9 @@ class run_families {
   std::vector<device_info> devices_;
   label_set base_;
   label_set info_labels_;
-  std::vector<label_set> gpu_;        // per device (GPUs only get per-device series)
-  std::vector<label_set> component_;  // gpu, cpu, dram
+  std::vector<label_set> gpu_;                      // per device (GPUs only get per-device series)
+  std::vector<label_set> component_;                // gpu, cpu, dram
+  std::vector<std::optional<double>> held_energy_;  // per device, shown while the run is ending
   std::vector<double> last_counter_;  // per counter slot: 0 = run, then devices, then components
   std::optional<double> energy_j_;
 

@@ -32,6 +32,12 @@ void run_metrics::add_window(const window_result& w) {
   changed();
 }
 
+void run_metrics::command_ended() {
+  std::lock_guard lock(mu_);
+  state_.ending = true;
+  changed();
+}
+
 void run_metrics::finish(double duration_s) {
   std::lock_guard lock(mu_);
   state_.finished = true;

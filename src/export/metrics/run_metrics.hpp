@@ -40,6 +40,9 @@ struct run_state {
   std::uint64_t windows = 0;
   double windows_energy_j = 0.0;
   std::vector<double> gpu_windows_energy_j;  // per measured device
+  // The command has ended and its last windows are being closed: the snapshots now read past
+  // its end, above the exact totals to come, so the exporters hold what they last showed.
+  bool ending = false;
   bool finished = false;  // the last window is in: windows_energy_j is the run's total
   double finished_duration_s = 0.0;
 
@@ -74,6 +77,8 @@ class run_metrics {
   void set_started(mono_time t, std::vector<double> energy_j);
   // Every window of the run, in order.
   void add_window(const window_result& w);
+  // The command has ended (measurement::end, before the sampler closes the last windows).
+  void command_ended();
   // The run has ended: every window is in; `duration_s` is the run's.
   void finish(double duration_s);
 
