@@ -3,6 +3,7 @@ finding, severity and exit status (0 healthy, 1 warnings, 2 unhealthy), an old d
 driver, and the CUDA-to-NVML mapping."""
 import json
 import os
+import re
 import shutil
 import subprocess
 import time
@@ -378,7 +379,9 @@ def test_a_slow_driver_is_a_finding_and_doctor_stays_quick():
     assert r.returncode == 1, rep["findings"]
     slow = [f for f in rep["findings"] if f["code"] == "slow_driver"]
     assert len(slow) == 1 and slow[0]["gpu"] == 1 and slow[0]["severity"] == "warning", slow
-    assert "took 200 ms" in slow[0]["message"] and "dmesg" in slow[0]["fix"]
+    # 200 ms of the fake's latency and what the machine adds (203 ms once under ASan, in CI).
+    assert re.search(r"took 2\d\d ms", slow[0]["message"]), slow[0]["message"]
+    assert "dmesg" in slow[0]["fix"]
     g0, g1 = rep["gpus"]
     assert g0["health_checked"] and not g1["health_checked"]
     assert g0["read_time_s"] < 0.010 <= g1["read_time_s"]
