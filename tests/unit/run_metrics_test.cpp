@@ -119,6 +119,16 @@ device_info gpu(unsigned index) {
   return d;
 }
 
+// The snapshot of two GPUs taken at `t`, reading `e0_j` and `e1_j` joules.
+sampler_snapshot two_gpus_at(std::chrono::milliseconds t, double e0_j, double e1_j) {
+  sampler_snapshot snap;
+  snap.taken = mono_time{} + t;
+  snap.devices.resize(2);
+  snap.devices[0].energy_j = e0_j;
+  snap.devices[1].energy_j = e1_j;
+  return snap;
+}
+
 TEST(RunFamilies, LiveEnergyComesFromSnapshotsAndNeverGoesDown) {
   exposition e;
   const label_set base{{"run_id", "r1"}, {"hostname", "n1"}};
@@ -126,12 +136,9 @@ TEST(RunFamilies, LiveEnergyComesFromSnapshotsAndNeverGoesDown) {
   run_metrics live({true, true});
   live.set_started(mono_time{} + std::chrono::seconds(10), {0.0, 20.0});
 
-  sampler_snapshot snap;
-  snap.taken = mono_time{} + std::chrono::seconds(12);
-  snap.devices.resize(2);
-  snap.devices[0].energy_j = 100.0;
+  sampler_snapshot snap =
+      two_gpus_at(std::chrono::seconds(12), 100.0, 220.0);  // GPU 1: 20 J before
   snap.devices[0].power_w = 50.0;
-  snap.devices[1].energy_j = 220.0;  // 20 J before the command started
   snap.devices[1].power_w = 70.0;
   f.fill(&snap, live.read());
   const std::string text = e.text();
@@ -171,11 +178,7 @@ TEST(RunFamilies, AfterTheCommandEndsTheLastShownEnergyIsHeldUntilTheExactTotals
   run_families f(e, {gpu(0), gpu(1)}, base, "run");
   run_metrics live({true, true});
   live.set_started(mono_time{} + std::chrono::seconds(10), {0.0, 20.0});
-  sampler_snapshot snap;
-  snap.taken = mono_time{} + std::chrono::seconds(12);
-  snap.devices.resize(2);
-  snap.devices[0].energy_j = 100.0;
-  snap.devices[1].energy_j = 220.0;
+  sampler_snapshot snap = two_gpus_at(std::chrono::seconds(12), 100.0, 220.0);
   f.fill(&snap, live.read());
   EXPECT_NE(e.text().find("joules_run_energy_joules_total{run_id=\"r1\",hostname=\"n1\"} 300\n"),
             std::string::npos)
@@ -184,9 +187,7 @@ TEST(RunFamilies, AfterTheCommandEndsTheLastShownEnergyIsHeldUntilTheExactTotals
   // The command ends at 12.1 s; a reading taken while the sampler closes the last windows
   // counts energy after that end, and is not shown.
   live.command_ended();
-  snap.taken = mono_time{} + std::chrono::milliseconds(12'500);
-  snap.devices[0].energy_j = 125.0;
-  snap.devices[1].energy_j = 255.0;
+  snap = two_gpus_at(std::chrono::milliseconds(12'500), 125.0, 255.0);
   e.clear_samples();
   f.fill(&snap, live.read());
   const std::string held = e.text();
