@@ -1,11 +1,11 @@
 # The two commands a newcomer runs (README.md): `make demo` and `make check` (every test, as CI
-# runs them: make test, make test-timing, make test-python, make test-integrations).
+# runs them: make test, make test-dev, make test-python, make test-wheel, make test-integrations).
 # Everything else is a convenience around CMake presets (CMakePresets.json).
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CTEST_ARGS ?=
 
-.PHONY: demo check test test-timing test-python test-wheel test-integrations build deps deps-test \
+.PHONY: demo check test test-dev test-python test-wheel test-integrations build deps deps-test \
 	bench format format-check tidy clean golden
 
 demo: deps build
@@ -24,21 +24,22 @@ deps-test:
 # Every test CI runs, one after the other (docs/testing.md says how long each takes).
 check:
 	@$(MAKE) --no-print-directory test
-	@$(MAKE) --no-print-directory test-timing
+	@$(MAKE) --no-print-directory test-dev
 	@$(MAKE) --no-print-directory test-python
 	@$(MAKE) --no-print-directory test-wheel
 	@$(MAKE) --no-print-directory test-integrations
 
-# The suite to run before a commit: a -Werror debug build, an AddressSanitizer+UBSan build and a
-# ThreadSanitizer build, each with its test suite but the `timing` tests, the fuzz targets, and
-# the formatting check (scripts/test-all overlaps each tree's tests with the next build).
+# The suite to run before a commit: an AddressSanitizer+UBSan build and a ThreadSanitizer build,
+# each with every test but the `timing` ones, the fuzz targets, and the formatting check
+# (scripts/test-all overlaps the tsan tree's tests with the asan build).
 test: deps-test format-check
 	@scripts/test-all $(JOBS) $(CTEST_ARGS)
 
-# The tests that bound wall time, CPU time or energy accuracy (label `timing`), in the dev tree
-# with nothing else running: they need the cores make test keeps busy.
-test-timing: deps-test
-	@scripts/test-all --timing $(JOBS) $(CTEST_ARGS)
+# The uninstrumented dev tree (GCC, Debug, -Werror) and all its tests: those labelled `timing`
+# (they bound wall time, CPU time or energy accuracy) last, with nothing else running.  The tree
+# people rebuild after each edit, so before a commit it is mostly built already.
+test-dev: deps-test
+	@scripts/test-all --dev $(JOBS) $(CTEST_ARGS)
 
 # Rewrites the golden files of tests/golden (help texts, monitor screens, run summaries, doctor's
 # report, joules steps' output, the /metrics exposition) from the dev build; `git diff tests/golden`

@@ -23,7 +23,7 @@ SANITIZED = bool(os.environ.get("JOULES_TEST_SANITIZE"))
 # fuzzers, and a read can come late by milliseconds.  The dev tree holds the stated bounds (0.1 %
 # of a 10 s run); the sanitizer trees run the same paths for memory and thread errors within
 # five times them.  The dev tree's cases that hold them are marked `timing` and run alone
-# (make test-timing; TIMING_MARKED in tests/CMakeLists.txt).
+# (make test-dev; TIMING_MARKED in tests/CMakeLists.txt).
 EDGE_SLACK = 5.0 if SANITIZED else 1.0
 # A library path that names nothing: the vendor's library is absent.
 NO_LIBRARY = str(ROOT / "tests" / "fixtures" / "no-such-library.so")
@@ -74,7 +74,7 @@ def words(text):
 def pytest_configure(config):
     config.addinivalue_line(
         "markers", "timing: bounds energy to 0.1 % of the truth or counts the reads that cost "
-        "CPU; in the dev tree it runs with nothing else on the machine (make test-timing)")
+        "CPU; in the dev tree it runs with nothing else on the machine (make test-dev)")
 
 
 def ended_records(path):
