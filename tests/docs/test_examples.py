@@ -224,6 +224,14 @@ def refused_on_sim(command: str, out: str) -> set[int]:
     return {125} if subcommand_of(command) == "sweep" and NO_LIMITS_ON_SIM in out else set()
 
 
+def gate_failed(command: str, out: str) -> set[int]:
+    """1 from `diff --fail-if-worse` when joules says the gate failed: the examples compare short
+    simulated runs, whose energy per token differs from run to run by a few percent (more on a
+    loaded machine), so the gate's documented exit 1 is a right answer too."""
+    failed = "--fail-if-worse" in command and "FAILED, worse than the limit" in out
+    return {1} if subcommand_of(command) == "diff" and failed else set()
+
+
 def accepted_statuses(command: str) -> set[int]:
     """0; 130 for what is stopped with Ctrl-C; 1 for doctor's warnings."""
     sub = subcommand_of(command)
@@ -340,7 +348,8 @@ def shard_group(item) -> str:
 def test_doc_example_runs_as_written(e, document_workdirs):
     status, out = run_example(e, document_workdirs(document_of(e)))
     expected = {e.status} if e.status is not None else accepted_statuses(e.command)
-    assert status in expected | refused_on_sim(e.command, out), f"{e}\nexit {status}\n{out}"
+    allowed = expected | refused_on_sim(e.command, out) | gate_failed(e.command, out)
+    assert status in allowed, f"{e}\nexit {status}\n{out}"
     if e.output:
         missing = matches(e.output, out)
         assert missing is None, f"{e}\nshown in the docs but not printed:\n  {missing}\n\nprinted:\n{out}"
@@ -352,7 +361,8 @@ def test_help_examples_run_as_written(workdir):
     failures = []
     for e in examples:
         status, out = run_example(e, workdir)
-        if status not in accepted_statuses(e.command) | refused_on_sim(e.command, out):
+        allowed = accepted_statuses(e.command) | refused_on_sim(e.command, out)
+        if status not in allowed | gate_failed(e.command, out):
             failures.append(f"{e}: exit {status}\n{out[-2000:]}")
     assert not failures, "\n\n".join(failures)
 
