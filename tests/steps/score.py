@@ -44,6 +44,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import epoch_length
+
 FIELDS = ["lines", "steps", "found", "exact", "wrong", "missed", "false", "look", "f.look",
           "phases", "phases_found", "f.phase"]
 
@@ -371,7 +373,7 @@ def diagnose_file(log: Path, everything, diag: dict, joules: str = "") -> None:
                      len(wrong))
             else:
                 bump(diag, "wrong: per file", "no single relation", len(wrong))
-    composition(lines, wrong, diag)
+    composition(lines, wrong, diag, steps_expected)
     for n, w in missed:
         bump(diag, "missed: what joules made of the line", str(everything[2].get(n, {}).get("kind", "none")))
     for n, w, g in wrong:
@@ -440,7 +442,7 @@ def per_epoch_length(lines, rows, which: int):
     return p, base, count
 
 
-def composition(lines, wrong, diag: dict) -> None:
+def composition(lines, wrong, diag: dict, steps_expected) -> None:
     if not wrong:
         return
     pe, be, ce = per_epoch_length(lines, wrong, 1)
@@ -466,6 +468,8 @@ def composition(lines, wrong, diag: dict) -> None:
     text = "\n".join(lines)
     totals = {int(x) for x in re.findall(r"/\s*(\d+)", text) if len(x) < 10}
     if pe and ce >= half:
+        epoch_length.diagnose(lines, steps_expected, pe, be, len(wrong),
+                              lambda s, k, n: bump(diag, s, k, n), shape_of)
         bump(diag, "wrong: expected epoch length (lines)",
              "printed as a total (/M)" if pe in totals else
              "printed total + 1" if pe - 1 in totals else
