@@ -15,6 +15,10 @@ constexpr double kContinuousShare = 0.8;
 // during the start burst); every one of them showing a new value still means "continuous".
 constexpr std::size_t kMinBurstReads = 3;
 
+// The most updates a gap between two pinned updates of a burst may be taken to hide, each
+// leaving the value unchanged (end_burst).
+constexpr double kMostHiddenUpdates = 3.0;
+
 // A pinned update more than this share of a period away from the model's prediction means the
 // model is wrong; it is then left alone rather than bent.
 constexpr double kPeriodTolerance = 0.3;
@@ -96,7 +100,7 @@ bool counter_track::add_uj(double t, std::uint64_t raw_uj, std::optional<double>
       if (t - lo <= narrow_bracket_s_) {
         burst_changes_.push_back(0.5 * (lo + t));
       } else {
-        burst_unpinned_.push_back(t);
+        burst_unpinned_.emplace_back(lo, t);
       }
     }
   }
@@ -166,8 +170,9 @@ void counter_track::end_burst() {
       const double a = burst_changes_[i - 1];
       const double b = burst_changes_[i];
       diffs.push_back(b - a);
-      const auto between = std::count_if(burst_unpinned_.begin(), burst_unpinned_.end(),
-                                         [&](double c) { return c > a && c < b; });
+      const auto between =
+          std::count_if(burst_unpinned_.begin(), burst_unpinned_.end(),
+                        [&](const auto& c) { return c.second > a && c.second < b; });
       steps.push_back(1.0 + static_cast<double>(between));
     }
     double shortest = std::numeric_limits<double>::infinity();
@@ -184,7 +189,36 @@ void counter_track::end_burst() {
       periods += k;
       spanned += diffs[i];
     }
-    const double q = consistent ? spanned / periods : 0.0;
+    double q = consistent ? spanned / periods : 0.0;
+    // A change seen late (unpinned) before the first pinned update or after the last must still
+    // have an update of the model between the read before it and its own.  One that has none
+    // shows that the pinned updates were several periods apart, each gap hiding updates that
+    // left the value unchanged (a burst that read sparsely there, or an idle GPU): the period
+    // is then the largest whole share of q that puts an update in every such bracket.
+    const double first = burst_changes_.front();
+    const double last = burst_changes_.back();
+    const auto on_grid = [&](double period) {
+      return std::all_of(burst_unpinned_.begin(), burst_unpinned_.end(), [&](const auto& c) {
+        const auto [lo, hi] = c;
+        if (hi > first && hi < last) return true;  // between pinned ones: counted above
+        // The first update of the grid after the read before the change (and not a pinned one:
+        // half a period past the last, or before the first), within a bracket either side.
+        const double from = hi >= last ? std::max(lo, last + 0.5 * period) : lo;
+        const double until = hi >= last ? hi : std::min(hi, first - 0.5 * period);
+        const double k = std::ceil((from - narrow_bracket_s_ - first) / period);
+        return first + k * period <= until + narrow_bracket_s_;
+      });
+    };
+    if (consistent && !on_grid(q)) {
+      consistent = false;
+      for (double share = 2.0; share <= kMostHiddenUpdates + 1.0 && !consistent; ++share) {
+        if (on_grid(q / share)) {
+          q /= share;
+          periods *= share;
+          consistent = true;
+        }
+      }
+    }
     if (model_ == model_kind::unknown && consistent && q > 2 * narrow_bracket_s_) {
       model_ = model_kind::periodic;
       period_ = q;

@@ -155,7 +155,7 @@ class counter_track {
   std::optional<pending_value> pending_;  // the newest value, not yet placed in time
   std::deque<pending_value> queued_;      // older values waiting for a burst to end
   std::vector<double> burst_changes_;     // pinned change instants seen during a burst
-  std::vector<double> burst_unpinned_;    // first reads of the other changes of the burst
+  std::vector<std::pair<double, double>> burst_unpinned_;  // the burst's other changes (lo, hi)
   std::size_t burst_reads_ = 0;
   std::size_t burst_changed_reads_ = 0;
   bool in_burst_ = false;

@@ -190,14 +190,17 @@ sampler::wake sampler::wait_until(std::stop_token& stop, mono_time when, bool ed
 }
 
 std::vector<std::pair<std::uint64_t, double>> sampler::read_round(round_kind kind,
-                                                                  const std::vector<bool>& focus) {
+                                                                  const std::vector<bool>& focus,
+                                                                  const std::vector<bool>& skip) {
   tick_sample tick;
   tick.power_w.resize(devices_.size());
   std::vector<std::pair<double, device_reading>> readings(devices_.size());
   std::vector<double> spans(devices_.size());
   std::vector<bool> power_only(devices_.size(), false);
   const mono_time begin = now();
+  const auto skipped = [&](std::size_t k) { return !skip.empty() && skip[k]; };
   for (std::size_t k = 0; k < devices_.size(); ++k) {
+    if (skipped(k)) continue;
     const bool focused = !focus.empty() && focus[k];
     // A read of a costly counter close to an update it cannot pin could have seen that update
     // or not: placed by the prediction, its value could land a whole update off.  A tick's
@@ -241,6 +244,10 @@ std::vector<std::pair<std::uint64_t, double>> sampler::read_round(round_kind kin
     if (abandoned_) return counters;
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       device_timeline& tl = accounting_->timeline(k);
+      if (skipped(k)) {
+        counters[k] = {tl.lost() ? 1U : 0U, tl.counter().last_energy_j()};
+        continue;
+      }
       if (!power_only[k]) tl.set_read_span(read_spans_[k].usual());
       tl.add(readings[k].first, readings[k].second, spans[k]);
       last_power_w_[k] = tick.power_w[k];
@@ -371,15 +378,21 @@ bool sampler::stop(std::chrono::milliseconds grace) {
 }
 
 void sampler::read_health() {
-  std::vector<health_reading> h(devices_.size());
-  for (std::size_t k = 0; k < devices_.size(); ++k)
+  // Dozens of driver calls a GPU: on 8 GPUs, milliseconds.  When the run ends meanwhile (a
+  // command that exits at once), the devices not read yet keep their last reading, so that
+  // the end's reads and the summary are not held up by readings no record will carry.
+  std::vector<std::optional<health_reading>> h(devices_.size());
+  for (std::size_t k = 0; k < devices_.size() && !is_finishing(); ++k)
     h[k] = backend_->read_health(devices_[k]);
   {
     std::lock_guard lock(mu_);
     if (abandoned_) return;
-    for (std::size_t k = 0; k < devices_.size(); ++k)
-      last_health_[k] = std::move(h[k]);
-    ++health_rounds_;
+    bool every = true;
+    for (std::size_t k = 0; k < devices_.size(); ++k) {
+      if (h[k]) last_health_[k] = std::move(*h[k]);
+      every = every && h[k].has_value();
+    }
+    if (every) ++health_rounds_;
   }
   publish(now());
 }

@@ -203,10 +203,12 @@ class sampler {
   // kCostlyCounterTickEvery and power alone between; `shape` reads power alone.  The devices in
   // `focus` (when given) read their counter whatever the kind.
   enum class round_kind { all, tick, shape };
-  // Reads every device once, feeds accounting, hands out finished windows.  Returns per device
-  // {lost, counter energy so far}, for the bursts to watch counters advance.
+  // Reads every device once (but those in `skip`, when given), feeds accounting, hands out
+  // finished windows.  Returns per device {lost, counter energy so far}, for the bursts to watch
+  // counters advance.
   std::vector<std::pair<std::uint64_t, double>> read_round(round_kind kind = round_kind::all,
-                                                           const std::vector<bool>& focus = {});
+                                                           const std::vector<bool>& focus = {},
+                                                           const std::vector<bool>& skip = {});
   // Whether device k's counter takes long to read and power can be read without it.
   bool costly_counter(std::size_t k) const;
   // A costly counter whose update period the model knows, at least kSparsePeriodReads reads

@@ -117,56 +117,130 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
     only[k] = true;
     reading = burst(stop, only, only, reading);
   }
-  // The dense reads cover the start boundary: no extra edge reads for it.
-  edge_requested_.store(false);
+  // A boundary asked for during the bursts was read there (burst()); one asked for after their
+  // last wait is left to the ticks' loop.
 }
 
 bool sampler::burst(std::stop_token& stop, const std::vector<bool>& which,
                     const std::vector<bool>& focus, bool reading) {
-  std::vector<std::size_t> reads(devices_.size(), 0);
-  std::vector<std::size_t> changes(devices_.size(), 0);
-  std::vector<double> previous(devices_.size(), 0.0);
-  std::vector<bool> counts(devices_.size(), false);
+  const std::size_t n = devices_.size();
+  std::vector<std::size_t> reads(n, 0);
+  std::vector<std::size_t> changes(n, 0);
+  std::vector<double> previous(n, 0.0);
+  std::vector<bool> counts(n, false);
+  std::vector<bool> stepped(n, false);  // a counter that advances in steps, still there
   {
     std::lock_guard lock(mu_);
-    for (std::size_t k = 0; k < devices_.size(); ++k) {
+    for (std::size_t k = 0; k < n; ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       const device_info& info = backend_->devices()[devices_[k]];
       // A continuous counter (RAPL) has nothing to show: it advances at every read.
-      counts[k] = which[k] && info.has_energy_counter && !info.counter_continuous && !tl.lost();
+      stepped[k] = info.has_energy_counter && !info.counter_continuous && !tl.lost();
+      counts[k] = which[k] && stepped[k];
       previous[k] = tl.counter().last_energy_j();
     }
   }
+  // A counter that showed two updates in a row, each pinned (first seen within a narrow bracket
+  // of its read before), predicts the next one a gap later: until shortly before it, reading it
+  // densely would only read the same value again.  So it rests until then (quiet_until), and each
+  // device not read densely is read with the others at least every interval, as a tick would.
+  // An update that comes during the rest is seen late, unpinned, and the dense reads go on until
+  // two pinned ones in a row again.  At 100 ms updates this halves the rounds of a start burst
+  // that waits for four updates.  A burst of one costly counter (`focus`) reads every device at
+  // each of its rounds, as before: its rounds (that counter and the others' power) set how
+  // densely the counter is read, and skipping the others would only read it more often.  Its
+  // rounds rest as a whole; one whose reads take over 2 ms stops at its third update, first.
+  const bool rests = focus.empty();
+  std::vector<std::optional<mono_time>> read_at(n);     // the device's last read in this burst
+  std::vector<std::optional<mono_time>> changed_at(n);  // its last update, pinned
+  std::vector<mono_time> quiet_until(n, mono_time::min());
+  // After a boundary, a counter is read densely until it advances, as edge_burst() does: the
+  // update after the boundary is pinned.  `edge_value` is its value at the boundary's read.
+  std::vector<std::optional<double>> edge_value(n);
+  // Two reads this close pin the update between them (counter_track::narrow_bracket_s()).
+  const auto narrow = [&](std::size_t k) {
+    return std::chrono::duration_cast<mono_time::duration>(
+        std::chrono::duration<double>(accounting_->timeline(k).counter().narrow_bracket_s()));
+  };
+  // How long before the predicted update the dense reads start again: two brackets (the two
+  // pins' own errors) and a twentieth of the gap (a period learnt from one gap is coarse).
+  const auto rest_until = [&](std::size_t k, mono_time at, mono_time before) {
+    const auto gap = at - before;
+    return at + gap - 2 * narrow(k) - gap / 20;
+  };
+  const auto dense = [&](std::size_t k, mono_time t) {
+    return (counts[k] && quiet_until[k] <= t) || edge_value[k].has_value();
+  };
+  const auto due = [&](std::size_t k, mono_time t) {
+    return !read_at[k] || t - *read_at[k] >= options_.interval;
+  };
   const mono_time deadline = now() + options_.start_burst_max;
   mono_time next = now();
-  std::vector<bool> moved(devices_.size(), false);
+  std::vector<bool> moved(n, false);
   // The closest two reads of a device came: the time between the starts of two rounds.
   std::optional<mono_time> last_round;
   auto closest = mono_time::duration::max();
-  while (reading && std::find(counts.begin(), counts.end(), true) != counts.end()) {
+  const auto any = [](const auto& v) {
+    return std::any_of(v.begin(), v.end(), [](const auto& x) { return static_cast<bool>(x); });
+  };
+  while (reading && (any(counts) || any(edge_value))) {
     next += options_.burst_spacing;
+    // Past the rests: the first instant a device is read densely again, or is due.
+    mono_time first = mono_time::max();
+    for (std::size_t k = 0; k < n; ++k) {
+      first = std::min(first, read_at[k] ? *read_at[k] + options_.interval : next);
+      if (counts[k] || edge_value[k])
+        first = std::min(first, edge_value[k] ? next : quiet_until[k]);
+    }
+    // On the burst's grid, so that the reads are the ones a burst without rests would make.
+    if (first > next)
+      next += (first - next + options_.burst_spacing - mono_time::duration(1)) /
+              options_.burst_spacing * options_.burst_spacing;
     // The limit is time, not rounds: with reads slower than the spacing, `next` lags behind.
     if (next >= deadline || now() >= deadline) break;
-    if (wait_until(stop, next, /*edges=*/false) == wake::finish) {
+    const wake w = wait_until(stop, next, /*edges=*/true);
+    if (w == wake::finish) {
       reading = false;
       break;
     }
     const mono_time round = now();
+    if (w == wake::edge) next = std::min(next, round);  // woken in a rest: dense from here
     if (last_round) closest = std::min(closest, round - *last_round);
     last_round = round;
-    const auto counters = read_round(focus.empty() ? round_kind::all : round_kind::shape, focus);
-    for (std::size_t k = 0; k < devices_.size(); ++k) {
-      if (!counts[k]) continue;
-      if (counters[k].first != 0) {
-        counts[k] = false;  // lost
+    std::vector<bool> skip(n, false);
+    bool all = w == wake::edge;
+    for (std::size_t k = 0; k < n && !all; ++k)
+      all = due(k, round);
+    if (!all && rests)
+      for (std::size_t k = 0; k < n; ++k)
+        skip[k] = !dense(k, round);
+    const auto counters =
+        read_round(focus.empty() ? round_kind::all : round_kind::shape, focus, skip);
+    for (std::size_t k = 0; k < n; ++k) {
+      if (skip[k]) continue;
+      const std::optional<mono_time> before = read_at[k];
+      read_at[k] = round;
+      if (counters[k].first != 0) {  // lost
+        counts[k] = false;
+        edge_value[k].reset();
         continue;
       }
+      const double value = counters[k].second;
+      if (edge_value[k] && value != *edge_value[k]) edge_value[k].reset();
+      if (w == wake::edge && stepped[k] && (focus.empty() || focus[k] || !costly_counter(k)))
+        edge_value[k] = value;
+      if (!counts[k]) continue;
       ++reads[k];
-      if (counters[k].second != previous[k]) {
+      if (value != previous[k]) {
         ++changes[k];
         moved[k] = true;
+        std::optional<mono_time> at;  // the update, pinned
+        if (before && round - *before <= narrow(k)) at = *before + (round - *before) / 2;
+        quiet_until[k] =
+            at && changed_at[k] ? rest_until(k, *at, *changed_at[k]) : mono_time::min();
+        changed_at[k] = at;
       }
-      previous[k] = counters[k].second;
+      previous[k] = value;
       const bool slow = costly_counter(k) && read_spans_[k].usual() > kSlowReadS;
       if (counter_characterised(reads[k], changes[k], slow)) counts[k] = false;
     }

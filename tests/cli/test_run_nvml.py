@@ -290,6 +290,25 @@ def test_probing_a_gpu_takes_few_nvml_calls(tmp):
     assert "nvmlDeviceGetPowerManagementDefaultLimit" not in calls
 
 
+def test_a_command_that_exits_at_once_does_not_wait_for_the_health_readings(tmp):
+    # With a record file, run reads utilisation, temperatures and clocks for its sample records,
+    # first right at the start: some thirty calls a GPU, here 2 ms each, 60 ms a GPU.  `true`
+    # exits long before the eight are read; the reading stops there, and the run's record is
+    # whole.  (Before, `run -- true` waited for all of them: 0.65 s here, 35 ms at 20 µs a call.)
+    log, out = tmp / "calls.jsonl", tmp / "run.jsonl"
+    scenario = {"devices": [h100({"type": "constant", "watts": 300}, latency_us=2000)
+                            for _ in range(8)]}
+    env, _ = fake_gpus(scenario)
+    env["FAKE_NVML_CALL_LOG"] = str(log)
+    r = joules("run", "-q", "-o", str(out), "--", "true", env=env)
+    assert r.returncode == 0, r.stderr
+    calls = json.loads(log.read_text().splitlines()[-1])["calls"]
+    assert 0 < calls.get("nvmlDeviceGetFanSpeed", 0) < 8, calls
+    end = read_jsonl(out)[-1]
+    assert end["type"] == "session_end" and end["status"] == "completed"
+    assert len(end["devices"]) == 8 and all(d["energy_j"] > 0 for d in end["devices"])
+
+
 @pytest.mark.timing
 def test_a_driver_too_slow_to_pin_counter_updates_is_not_read_densely_again(tmp):
     # At 3 ms a call, a round of 2 GPUs takes 6 ms: the start burst's reads are too far apart to

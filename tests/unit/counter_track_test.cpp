@@ -152,6 +152,28 @@ TEST(CounterTrack, TwoPinnedUpdatesWithAChangeBetweenThemAreTwoPeriodsApart) {
   EXPECT_NEAR(track.period_s(), 0.1, 1e-3);
 }
 
+TEST(CounterTrack, AChangeSeenLateOffTheGridOfThePinnedOnesShowsAHiddenUpdate) {
+  // Updates every 100 ms from 0.0375 s; the GPU draws nothing from 0.03 to 0.14 s, so the update
+  // at 0.1375 s leaves the value as it was.  The burst pins 0.0375 and 0.2375 s, then reads
+  // sparsely and sees the change of 0.3375 s at 0.338 s, 100 ms after its read before.  One gap
+  // of 0.2 s alone says 0.2 s; the late change, with no update of a 0.2 s grid in its bracket,
+  // says 0.1 s.
+  fake_counter c{[](double t) { return t < 0.14 ? 400.0 * std::min(t, 0.03) : 400.0 * (t - 0.11); },
+                 0.1, 0.0375};
+  counter_track track;
+  track.begin_burst();
+  for (double t = 0.0; t < 0.2385; t += 0.001)
+    track.add(t, c.read(t), std::nullopt);
+  track.add(0.338, c.read(0.338), std::nullopt);
+  track.add(0.345, c.read(0.345), std::nullopt);
+  track.end_burst();
+  ASSERT_EQ(track.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(track.period_s(), 0.1, 1e-3);
+  const auto next = track.next_update_after(0.5);
+  ASSERT_TRUE(next);
+  EXPECT_NEAR(*next, 0.5375, 2e-3);
+}
+
 TEST(CounterTrack, AnUnplacedValueWaitsForItsBracketUntilExtrapolationIsAllowed) {
   fake_counter c{[](double t) { return 100.0 * t; }};
   counter_track track;

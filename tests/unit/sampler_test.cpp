@@ -87,18 +87,26 @@ TEST(Sampler, ADeviceThatBecomesSlowerIsReadAgainOnlyOnce) {
 
 TEST(Sampler, TheStartBurstLearnsASteppedCountersPeriodAndPhase) {
   // Updates every 100 ms at 37.5 ms + k * 100 ms; the burst reads every millisecond until it has
-  // seen four of them (the fourth at 337.5 ms, first seen at 338 ms), then stops.
+  // seen four of them (the fourth at 337.5 ms, first seen at 338 ms), then stops.  Once two
+  // updates in a row are pinned (37.5 and 137.5 ms), it rests until 13 ms (two 4 ms brackets
+  // and 5 % of the gap) before the next one it predicts: 14 reads each for the third and the
+  // fourth, 167 in all where reading all the way took 339.
   sampler_harness h({stepped_gpu(0, 0.1, 0.0375)});
   h.start();
   h.run_until(0.6);
   const auto reads = h.truth().read_times(0);
   const auto found = bursts(reads, 0.001);
-  ASSERT_EQ(found.size(), 1U);
-  EXPECT_NEAR(found[0].first, 0.0, kNs);
-  EXPECT_NEAR(found[0].last, 0.338, kNs);
-  // 339 reads, then the tick due at 0.1 s, late, at once; the next on the grid at 0.4 s.
-  EXPECT_EQ(found[0].reads, 340U);
-  EXPECT_NEAR(reads[340], 0.4, kNs);
+  ASSERT_EQ(found.size(), 3U);
+  const std::vector<burst> want = {{0.0, 0.138, 139}, {0.225, 0.238, 14}, {0.325, 0.338, 14}};
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    EXPECT_NEAR(found[i].first, want[i].first, kNs) << i;
+    EXPECT_NEAR(found[i].last, want[i].last, kNs) << i;
+    // The last one also holds the tick due at 0.1 s, late, at once.
+    EXPECT_EQ(found[i].reads, want[i].reads + (i == 2 ? 1 : 0)) << i;
+  }
+  // No read in the rests; the next on the grid at 0.4 s.
+  EXPECT_EQ(reads.size(), 139U + 14U + 15U + 3U);
+  EXPECT_NEAR(reads[139 + 14 + 15], 0.4, kNs);
   const counter_track& c = h.timeline(0).counter();
   ASSERT_EQ(c.model(), counter_track::model_kind::periodic);
   EXPECT_NEAR(c.period_s(), 0.1, 1e-9);
@@ -106,6 +114,43 @@ TEST(Sampler, TheStartBurstLearnsASteppedCountersPeriodAndPhase) {
   const auto next = c.next_update_after(kOriginS + 0.6);
   ASSERT_TRUE(next);
   EXPECT_NEAR(*next - kOriginS, 0.6375, 1e-9);
+}
+
+TEST(Sampler, AnUpdateDuringTheStartBurstsRestEndsTheRest) {
+  // The GPU draws nothing from 0.03 to 0.14 s: the update at 0.1375 s leaves the counter as it
+  // was, and the two pinned updates (0.0375 and 0.2375 s) are 200 ms apart.  Resting until the
+  // one they predict (0.4375 s), the burst still reads the device when a tick would (0.338 s),
+  // sees the update of 0.3375 s there, late, and reads densely again until its 350 ms are up.
+  // The late change has no update of a 200 ms grid in its bracket: the period is 100 ms.
+  scripted_device d = stepped_gpu(0, 0.1, 0.0375);
+  d.power = {{0.0, 300.0}, {0.03, 0.0}, {0.14, 300.0}};
+  sampler_harness h({d});
+  h.start();
+  h.run_until(0.6);
+  const auto found = bursts(h.truth().read_times(0), 0.001);
+  ASSERT_EQ(found.size(), 2U);
+  EXPECT_NEAR(found[0].last, 0.238, kNs);
+  EXPECT_NEAR(found[1].first, 0.338, kNs);
+  EXPECT_NEAR(found[1].last, 0.349, kNs);
+  const counter_track& c = h.timeline(0).counter();
+  ASSERT_EQ(c.model(), counter_track::model_kind::periodic);
+  EXPECT_NEAR(c.period_s(), 0.1, 1e-9);
+  EXPECT_NEAR(*c.next_update_after(kOriginS + 0.6) - kOriginS, 0.6375, 1e-9);
+}
+
+TEST(Sampler, ABoundaryDuringTheStartBurstsRestIsReadAndTheUpdateAfterItPinned) {
+  // The rest before the third update runs from 0.139 to 0.225 s; the boundary at 0.16 s is read
+  // at once, and the counter densely from there until it advances (0.2375 s).
+  sampler_harness h({stepped_gpu(0, 0.1, 0.0375)});
+  h.start();
+  boundary_at(h, 0.16);
+  h.run_until(0.6);
+  const auto found = bursts(h.truth().read_times(0), 0.001);
+  ASSERT_EQ(found.size(), 3U);
+  EXPECT_NEAR(found[0].last, 0.138, kNs);
+  EXPECT_NEAR(found[1].first, 0.16, kNs);
+  EXPECT_NEAR(found[1].last, 0.238, kNs);
+  EXPECT_NEAR(found[2].first, 0.325, kNs);
 }
 
 TEST(Sampler, TheStartBurstTellsAContinuousCounterAfterTenReads) {
@@ -136,11 +181,16 @@ TEST(Sampler, AGpuIdleThroughTheStartBurstIsLearntWhenItsCounterStartsMoving) {
   EXPECT_NEAR(found[0].last, 0.349, kNs);
   // The tick at 2.1 s sees the counter moved: a burst from there learns it.
   h.run_until(3.0);
+  // Its first update pinned at 2.1375 s (the tick's read at 2.1 s came long after the read
+  // before), the second at 2.2375 s, then rests before the third and the fourth.
   found = bursts(h.truth().read_times(0), 0.001);
-  ASSERT_EQ(found.size(), 2U);
+  ASSERT_EQ(found.size(), 4U);
   EXPECT_NEAR(found[1].first, 2.1, kNs);
-  EXPECT_NEAR(found[1].last, 2.438, kNs);  // the fourth update seen
-  EXPECT_EQ(found[1].reads, 339U);
+  EXPECT_NEAR(found[1].last, 2.238, kNs);
+  EXPECT_EQ(found[1].reads, 139U);
+  EXPECT_NEAR(found[2].first, 2.325, kNs);
+  EXPECT_NEAR(found[3].last, 2.438, kNs);  // the fourth update seen
+  EXPECT_EQ(found[2].reads + found[3].reads, 28U);
   const counter_track& c = h.timeline(0).counter();
   ASSERT_EQ(c.model(), counter_track::model_kind::periodic);
   EXPECT_NEAR(c.period_s(), 0.1, 1e-9);
