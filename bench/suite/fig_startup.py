@@ -1,8 +1,14 @@
 """Start-up overhead: wall time of `TOOL run -- true` minus that of plain `true`, 8 fake GPUs with
 20 µs per NVML call.  Runs alternate between tools within each round (the order rotates every
 round), so drift in the machine's load spreads over all of them; medians are quoted.
-Scaling: joules and matcha with 1, 8 and 64 GPUs."""
+Scaling: joules and matcha with 1, 8 and 64 GPUs.  The CPU a one-second run costs: `TOOL run --
+sleep 1`, joules and matcha alternating, with energy counters as cheap as any call and with
+counters that take 3.9 ms of CPU a read, as an H100's do (docs/nvml-notes.md §2.4); the fake
+NVML's call log counts each tool's counter reads.  Most of joules' cost there is its start burst,
+the dense reads that learn when each counter updates (src/sampler/sampler_bursts.cpp)."""
 from __future__ import annotations
+
+import json
 
 from . import tools
 from .common import (TOOLS, constant_scenario, fake_env, median, ratio, rmtree, run_timed,
@@ -10,6 +16,7 @@ from .common import (TOOLS, constant_scenario, fake_env, median, ratio, rmtree, 
 from .render import fmt_ms, fmt_ratio, fmt_spread
 
 NAME = "startup"
+COSTLY_COUNTER_US = 3900
 
 
 def _round(ctx, order, env):
@@ -72,8 +79,35 @@ def run(ctx) -> dict:
         ctx.log(f"startup with {gpus} GPUs: {scaling[str(gpus)]}")
     return {"true_wall_s": summary(walls["true"]), "overhead_s": overhead, "cpu_s": cpu,
             "failures": failures, "scaling_gpus": scaling,
+            "short_run": _short_runs(ctx, 3 if ctx.quick else 7),
             "conditions": {"gpus": 8, "latency_us": 20, "command": "TOOL ... -- true",
                            "repetitions": reps}}
+
+
+def _short_runs(ctx, reps: int) -> dict:
+    """{counters: {tool: {"cpu_s": summary, "energy_reads": summary}}} of `TOOL run -- sleep 1`."""
+    out = {}
+    for counters, cost in (("cheap", 0), ("costly", COSTLY_COUNTER_US)):
+        cpus = {t: [] for t in ("joules", "matcha")}
+        reads = {t: [] for t in ("joules", "matcha")}
+        for r in range(reps):
+            for tool in (("joules", "matcha") if r % 2 == 0 else ("matcha", "joules")):
+                d = ctx.tmpdir(f"short-{tool}")
+                log = d / "calls.jsonl"
+                env = fake_env(constant_scenario(8, counter_cpu_us=cost),
+                               extra={"FAKE_NVML_CALL_LOG": str(log)})
+                argv, cwd = tools.run_argv(tool, ["sleep", "1"], d)
+                _, status, ru = run_timed(argv, env, cwd=cwd)
+                if status == 0:
+                    cpus[tool].append(ru.ru_utime + ru.ru_stime)
+                    lines = log.read_text().splitlines() if log.exists() else []
+                    reads[tool].append(sum(json.loads(x)["energy_reads"] for x in lines))
+                rmtree(d)
+        out[counters] = {t: {"cpu_s": summary(cpus[t]), "energy_reads": summary(reads[t])}
+                         for t in cpus}
+        ctx.log(f"short runs, {counters} counters: "
+                + ", ".join(f"{t} {out[counters][t]['cpu_s']['median']}" for t in cpus))
+    return out
 
 
 def tables(res: dict) -> list[dict]:
@@ -97,4 +131,21 @@ def tables(res: dict) -> list[dict]:
          "rows": rows},
         {"title": "Start-up overhead against the number of GPUs (median)",
          "columns": ["tool", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
-    ]
+    ] + _short_run_tables(res.get("short_run"))
+
+
+def _short_run_tables(short: dict | None) -> list[dict]:
+    if not short:
+        return []
+    rows = []
+    for counters, what in (("cheap", "as cheap as any call"), ("costly", "3.9 ms of CPU a read")):
+        j = short[counters]["joules"]["cpu_s"]["median"]
+        for t in ("joules", "matcha"):
+            c, n = short[counters][t]["cpu_s"], short[counters][t]["energy_reads"]
+            rows.append([t, what, fmt_ms(c["median"]), fmt_spread(c, fmt_ms), str(c["n"]),
+                         "–" if n["median"] is None else f"{n['median']:,.0f}",
+                         "1×" if t == "joules" else fmt_ratio(ratio(c["median"], j))])
+    return [{"title": "CPU of `TOOL run -- sleep 1` (8 GPUs, 20 µs per NVML call)",
+             "columns": ["tool", "energy counter", "CPU time (median)", "spread (min–max)",
+                         "runs", "counter reads", "peer ÷ joules"],
+             "rows": rows}]
