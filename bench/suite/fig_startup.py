@@ -5,7 +5,10 @@ Scaling: joules and matcha with 1, 8 and 64 GPUs.  The CPU a one-second run cost
 sleep 1`, joules and matcha alternating, with energy counters as cheap as any call and with
 counters that take 3.9 ms of CPU a read, as an H100's do (docs/nvml-notes.md §2.4); the fake
 NVML's call log counts each tool's counter reads.  Most of joules' cost there is its start burst,
-the dense reads that learn when each counter updates (src/sampler/sampler_bursts.cpp)."""
+the dense reads that learn when each counter updates (src/sampler/sampler_bursts.cpp).
+The edges of such a short run: each GPU's energy in `joules run -- sleep 3` on 8 costly counters
+at a constant 300 W, against 300 W times the run's duration; a counter value placed one update
+off is 30 J (an update every 100 ms)."""
 from __future__ import annotations
 
 import json
@@ -80,6 +83,7 @@ def run(ctx) -> dict:
     return {"true_wall_s": summary(walls["true"]), "overhead_s": overhead, "cpu_s": cpu,
             "failures": failures, "scaling_gpus": scaling,
             "short_run": _short_runs(ctx, 3 if ctx.quick else 7),
+            "short_run_edges": _short_run_edges(ctx, 3 if ctx.quick else 12),
             "conditions": {"gpus": 8, "latency_us": 20, "command": "TOOL ... -- true",
                            "repetitions": reps}}
 
@@ -110,6 +114,24 @@ def _short_runs(ctx, reps: int) -> dict:
     return out
 
 
+def _short_run_edges(ctx, reps: int) -> dict:
+    """Each GPU's error (J) in `joules run -- sleep 3` on 8 costly counters at 300 W."""
+    errors = []
+    env = fake_env(constant_scenario(8, watts=300.0, counter_cpu_us=COSTLY_COUNTER_US))
+    for _ in range(reps):
+        d = ctx.tmpdir("short-edges")
+        argv, cwd = tools.run_argv("joules", ["sleep", "3"], d)
+        _, status, _ = run_timed(argv, env, cwd=cwd)
+        if status == 0:
+            end = [json.loads(x) for x in (d / "joules.jsonl").read_text().splitlines()]
+            end = [r for r in end if r["type"] == "session_end"][-1]
+            errors += [x["energy_j"] - 300.0 * end["duration_s"] for x in end["devices"]]
+        rmtree(d)
+    worst = max((abs(e) for e in errors), default=None)
+    ctx.log(f"short-run edges: {len(errors)} GPUs, worst {worst}")
+    return {"errors_j": errors, "runs": reps}
+
+
 def tables(res: dict) -> list[dict]:
     o, c = res["overhead_s"], res["cpu_s"]
     j = o["joules"]["median"]
@@ -131,7 +153,7 @@ def tables(res: dict) -> list[dict]:
          "rows": rows},
         {"title": "Start-up overhead against the number of GPUs (median)",
          "columns": ["tool", "1 GPU", "8 GPUs", "64 GPUs"], "rows": srows},
-    ] + _short_run_tables(res.get("short_run"))
+    ] + _short_run_tables(res.get("short_run")) + _edge_tables(res.get("short_run_edges"))
 
 
 def _short_run_tables(short: dict | None) -> list[dict]:
@@ -149,3 +171,15 @@ def _short_run_tables(short: dict | None) -> list[dict]:
              "columns": ["tool", "energy counter", "CPU time (median)", "spread (min–max)",
                          "runs", "counter reads", "peer ÷ joules"],
              "rows": rows}]
+
+
+def _edge_tables(edges: dict | None) -> list[dict]:
+    if not edges or not edges["errors_j"]:
+        return []
+    errs = [abs(e) for e in edges["errors_j"]]
+    off = [str(sum(e > limit for e in errs)) for limit in (2.0, 6.0, 10.0)]
+    return [{"title": "Each GPU's energy in `joules run -- sleep 3` against 300 W × its duration "
+                      "(8 GPUs whose counters take 3.9 ms a read)",
+             "columns": ["GPUs measured", "off by > 2 J", "> 6 J", "> 10 J", "median error (size)",
+                         "largest error (size)"],
+             "rows": [[str(len(errs)), *off, f"{median(errs):.2f} J", f"{max(errs):.1f} J"]]}]

@@ -92,7 +92,9 @@ void accounting::resolve(bool final) {
         continue;  // never read: unknown, not zero
       }
       const auto e = tl.energy_at(b.t, force);
-      if (!e) {
+      // A counter's first value beside the boundary that a later pin could still move by a whole
+      // update (device_timeline::settled_at) is worth waiting for, up to the deadline.
+      if (!e || (!force && !tl.settled_at(b.t))) {
         known = false;
         break;
       }

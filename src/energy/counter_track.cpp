@@ -20,8 +20,12 @@ constexpr std::size_t kMinBurstReads = 3;
 constexpr double kMostHiddenUpdates = 3.0;
 
 // A pinned update more than this share of a period away from the model's prediction means the
-// model is wrong; it is then left alone rather than bent.
+// model or the pin is wrong; the model is then not bent to it (restart_from_doubted()).
 constexpr double kPeriodTolerance = 0.3;
+
+// Two pins at most this many updates apart are counted surely by a period that may be off by
+// up to a tenth (a period learnt from a few slow reads): restart_from_doubted().
+constexpr double kMostRecountedUpdates = 3.0;
 
 }  // namespace
 
@@ -249,13 +253,18 @@ void counter_track::end_burst() {
 
 bool counter_track::learn_from_pinned(double t) {
   if (model_ != model_kind::periodic || t <= first_pinned_) return false;
+  if (restart_from_doubted(t)) return true;
   const double k = std::round((t - first_pinned_) / period_);
   if (k < 1.0) return false;
   const double residual = (t - first_pinned_) - k * period_;
   // The prediction k periods on may be off by k times the period's own error: a residual within
   // that still tells which update this was, as long as it is well under half a period.
   const double expected = std::min(0.5 * narrow_bracket_s_ + k * period_error_s_, 0.45 * period_);
-  if (std::abs(residual) > std::max(kPeriodTolerance * period_, expected)) return false;
+  if (std::abs(residual) > std::max(kPeriodTolerance * period_, expected)) {
+    doubted_pin_ = t;  // the model is not bent to it: restart_from_doubted()
+    return false;
+  }
+  doubted_pin_.reset();
   // Pins scatter more than their brackets say where reads wait on the driver (another process
   // reading the counter): what the prediction from the reference missed by, beyond what it
   // claimed, widens every later prediction (fading as pins agree again).
@@ -283,6 +292,32 @@ bool counter_track::learn_from_pinned(double t) {
   const double predicted = last_pinned_ + m * period_;
   last_pinned_ = predicted + gain * (t - predicted);
   phase_var_ = (1.0 - gain) * predicted_var;
+  return true;
+}
+
+bool counter_track::restart_from_doubted(double t) {
+  // The model was learnt from a short burst: where its reads scattered (a busy machine, reads
+  // that take 4 ms), its period may be off by several percent, and ten periods on it predicts a
+  // whole update wrong; each later pin is then either too far off to bend it, or bends it to a
+  // count of updates one off (31 where there were 30), and the model stays wrong for the rest of
+  // the run.  A pin that far off raises doubt instead; the sampler pins the next update at once
+  // (repin()).  A pin is within a few milliseconds of its update (its bracket), so two pins close
+  // enough to count the updates between them with the period as it is are surer than any count
+  // carried over many periods: the model restarts from them, even where the new pin would also
+  // pass for one of the old model's.
+  if (!doubted_pin_ || t <= *doubted_pin_) return false;
+  const double gap = t - *doubted_pin_;
+  const double k = std::round(gap / period_);
+  if (k < 1.0 || k > kMostRecountedUpdates ||
+      std::abs(gap - k * period_) > kPeriodTolerance * period_)
+    return false;
+  period_ = gap / k;
+  period_error_s_ = narrow_bracket_s_ / k;
+  first_pinned_ = *doubted_pin_;
+  last_pinned_ = t;
+  phase_var_ = narrow_bracket_s_ * narrow_bracket_s_ / 12.0;
+  scatter_s_ = 0.0;
+  doubted_pin_.reset();
   return true;
 }
 
@@ -382,6 +417,30 @@ bool counter_track::covers(double t) const {
   if (model_ == model_kind::continuous && has_last_ && !anchors_.empty() && last_read_t_ >= t)
     return true;
   return !anchors_.empty() && anchors_.back().t >= t;
+}
+
+bool counter_track::placed_for_good(const energy_anchor& a) const {
+  // A value with a read before it is placed between neighbours a period apart, which keep it
+  // from moving by a whole update; the first value read has none.
+  if (a.pinned || a.lo != kNoTime || model_ != model_kind::periodic || period_ <= 0.0) return true;
+  // place() takes the last predicted update at or before its read: the choice is sure when the
+  // updates predicted either side lie farther than the prediction's error from the read.  A
+  // prediction as fine there as a pin is counts as sure: later pins would not place it better.
+  const double error = prediction_error_s(a.hi);
+  if (error <= narrow_bracket_s_) return true;
+  const double before = *predicted_update_at_or_before(a.hi);
+  return std::min(a.hi - before, before + period_ - a.hi) > error;
+}
+
+bool counter_track::settled_at(double t) const {
+  if (anchors_.empty()) return true;
+  auto it = std::upper_bound(anchors_.begin(), anchors_.end(), t,
+                             [](double x, const energy_anchor& a) { return x < a.t; });
+  // The anchor at or before t and the one after it; before the first anchor, the first two
+  // (energy_at extrapolates from them).
+  if (it == anchors_.begin()) ++it;
+  if (!placed_for_good(*(it - 1))) return false;
+  return it == anchors_.end() || placed_for_good(*it);
 }
 
 void counter_track::trim_before(double t) {

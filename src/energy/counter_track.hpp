@@ -92,6 +92,14 @@ class counter_track {
   // True once an anchor at or after t is placed.
   bool covers(double t) const;
 
+  // True unless the energy at t comes from the first value read, placed by a prediction that
+  // the model's error could move by a whole update (a predicted update that close to its read)
+  // and that pins could still make finer (an error wider than a pin's bracket).  A model learnt
+  // from a costly counter's burst a second after that read, carried back ten periods, is such a
+  // prediction; the pins that come later move the value (replace_predicted), so a boundary that
+  // is not settled is worth waiting for.
+  bool settled_at(double t) const;
+
   // Forgets anchors that are no longer needed to interpolate at or after t.
   void trim_before(double t);
 
@@ -108,8 +116,10 @@ class counter_track {
   // predicted update, so that it still pins the update when the phase has drifted (a counter whose
   // reads are costly is not read at every tick, and a period learnt from a short burst of slow
   // reads is coarse).
+  // While the model is in doubt (doubted()), the update may be anywhere: half a period.
   double prediction_error_s(double t) const {
     if (model_ != model_kind::periodic || period_ <= 0.0) return 0.0;
+    if (doubted_pin_) return 0.5 * period_;
     return std::sqrt(3.0 * phase_var_) + scatter_s_ +
            std::abs(t - last_pinned_) / period_ * period_error_s_;
   }
@@ -118,8 +128,13 @@ class counter_track {
   // part that pinning an update resets.
   double drift_error_s(double t) const {
     if (model_ != model_kind::periodic || period_ <= 0.0) return 0.0;
+    if (doubted_pin_) return 0.5 * period_;
     return std::abs(t - last_pinned_) / period_ * period_error_s_;
   }
+
+  // True after a pinned update the periodic model could not place (learn_from_pinned): the
+  // model or that pin is wrong, and the next pin, read soon, tells which.
+  bool doubted() const { return doubted_pin_.has_value(); }
 
   model_kind model() const { return model_; }
   double period_s() const { return period_; }
@@ -150,6 +165,11 @@ class counter_track {
   std::optional<double> predicted_update_at_or_before(double t) const;
   void push_anchor(energy_anchor a);
   bool learn_from_pinned(double t);
+  // After a pin the model could not place (doubted_pin_): restarts the model from that pin and
+  // the pin at t, when the two are few enough updates apart to count them surely.
+  bool restart_from_doubted(double t);
+  // True when placing `a` again could not move it (settled_at).
+  bool placed_for_good(const energy_anchor& a) const;
 
   std::deque<energy_anchor> anchors_;
   std::optional<pending_value> pending_;  // the newest value, not yet placed in time
@@ -168,6 +188,7 @@ class counter_track {
   double phase_var_ = 0.0;       // variance of last_pinned_ (s²)
   double first_pinned_ = 0.0;    // reference update instant for the periodic model
   double last_pinned_ = 0.0;     // the reference update instant predictions count from
+  std::optional<double> doubted_pin_;  // a pin the model could not place (learn_from_pinned)
 
   // Energy (J) of a raw reading: (raw - base + wrapped) counts, an exact integer, times the
   // unit, plus the offset.  A 64-bit counter's wrap needs no term: raw - base is taken modulo

@@ -44,6 +44,13 @@ class device_timeline {
   // The same energy, with bounds on its error.
   std::optional<energy_estimate> estimate_at(double t, bool final) const;
 
+  // False while the energy at t comes from the counter's first value, placed by a prediction
+  // that later readings may still move by a whole update (counter_track::settled_at).
+  bool settled_at(double t) const {
+    const bool by_counter = use_counter_ && (!counter_stopped_at_ || t <= *counter_stopped_at_);
+    return !by_counter || lost() || silent_at_ || counter_.settled_at(t);
+  }
+
   // Energy measured by each method up to t (for records that say how numbers were obtained).
   energy_method method_between(double t0, double t1) const;
 

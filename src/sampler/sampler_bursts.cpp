@@ -34,6 +34,11 @@ constexpr std::chrono::seconds kLearnAgain{10};
 // node would be read back to back for 350 ms every 10 s for the whole run, learning nothing.
 constexpr std::chrono::seconds kLearnAgainMost{600};
 
+// repin() leaves kCostlyCounterEvery between two pins of a counter only while the prediction's
+// drift over that time stays under this share of a period: a pin further off could be counted
+// one update wrong (counter_track::learn_from_pinned), and the model would follow that count.
+constexpr double kCoastShare = 0.25;
+
 }  // namespace
 
 double sampler::update_margin_s(std::size_t k, double t) const {
@@ -113,6 +118,9 @@ void sampler::start_burst(std::stop_token& stop, const std::vector<bool>& which)
   if (std::find(rest.begin(), rest.end(), true) != rest.end())
     reading = burst(stop, rest, alone.empty() ? std::vector<bool>{} : rest, reading);
   for (std::size_t k : alone) {
+    // The counters learnt so far are pinned again as they need (repin()) between the bursts:
+    // eight bursts take a second and a half, too long to count their updates across.
+    if (k != alone.front()) repin(stop);
     std::vector<bool> only(devices_.size(), false);
     only[k] = true;
     reading = burst(stop, only, only, reading);
@@ -308,14 +316,18 @@ void sampler::repin(std::stop_token& stop) {
     for (std::size_t k = 0; k < devices_.size(); ++k) {
       const device_timeline& tl = accounting_->timeline(k);
       const counter_track& c = tl.counter();
+      // A model that could not count the updates to a pin kCostlyCounterEvery away (a period
+      // from the start burst's two, a model in doubt: counter_track::doubted) is pinned at once.
+      const double wait = std::chrono::duration<double>(kCostlyCounterEvery).count();
+      const bool coasts = c.drift_error_s(t + wait) <= kCoastShare * c.period_s();
       if (tl.lost() || c.model() != counter_track::model_kind::periodic || !sparse_counter(k) ||
-          now() - repinned_at_[k] < kCostlyCounterEvery)
+          (now() - repinned_at_[k] < kCostlyCounterEvery && coasts))
         continue;
       // A counter whose ticks all fall close to its updates (the ticks and the updates both
       // every 100 ms) is never read at a tick: pinning an update reads it instead.
       const bool unread = now() - counter_read_at_[k] >= 2 * kCostlyCounterTickEvery;
       const double error = unread ? c.period_s() : c.drift_error_s(t + c.period_s());
-      if ((unread || error > 0.5 * c.narrow_bracket_s()) && error > worst) {
+      if ((unread || !coasts || error > 0.5 * c.narrow_bracket_s()) && error > worst) {
         worst = error;
         due = k;
       }
